@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "ManagedStore",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "ManagedStore", targets: ["ManagedStore"]),
+        .executable(name: "managedstore", targets: ["managedstore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // The system's SQLite (WAL, prepared statements) found through pkg-config.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // The system's libmicrohttpd, the HTTP front of `managedstore serve`.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .target(
+            name: "ManagedStore",
+            dependencies: ["CSQLite"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "managedstore",
+            dependencies: [
+                "ManagedStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "ManagedStoreTests",
+            dependencies: ["ManagedStore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

@@ -1,0 +1,235 @@
+import Foundation
+
+/// The value of one relationship as an object holds it.
+enum RelationshipState {
+    /// Not read from the store yet: a relationship fault.
+    case unloaded
+    case toOne(ManagedObjectID?)
+    case toMany(Set<ManagedObjectID>)
+}
+
+/// An object of the graph, living in one context [NSManagedObject].
+///
+/// Not Sendable, on purpose: an object belongs to its context's queue. Pass its `objectID` to
+/// another context or task and call `object(with:)` there. Every accessor checks that it runs on
+/// its context's queue and traps with an explanation otherwise.
+///
+/// A fetched object is a fault (`isFault`) until a property is read; relationships fault on
+/// their own, and a to-many relationship is read from the store the first time it is used.
+public final class ManagedObject: Hashable, CustomStringConvertible {
+    public internal(set) var objectID: ManagedObjectID
+    let entity: Entity
+    /// Weak: the context keeps objects with changes alive, and nothing keeps a context alive
+    /// through one of its objects.
+    weak var context: ManagedObjectContext?
+
+    /// True until the object's row has been read into `attributes` and `relationships`.
+    public internal(set) var isFault: Bool
+    /// A row fetched with the object but not yet turned into values (what a fetch leaves in a fault).
+    var prefetchedRow: StoredRow?
+
+    var attributes: [AttributeValue] = []
+    var relationships: [RelationshipState] = []
+    /// The values as last read from or saved to the store: the cached snapshot of a conflict.
+    var committedAttributes: [AttributeValue] = []
+    var committedRelationships: [RelationshipState] = []
+    /// The optimistic-locking version the values were read at; 0 while never saved.
+    public internal(set) var version: Int64 = 0
+
+    public internal(set) var isInserted = false
+    public internal(set) var isDeleted = false
+    /// Property indexes set explicitly since the last save (attributes first, then relationships).
+    var changedAttributes: Set<Int> = []
+    var changedRelationships: Set<Int> = []
+    /// Already in the context's updated list (kept to avoid duplicates).
+    var isListedAsUpdated = false
+    /// Changed only through inverse maintenance of a loaded relationship.
+    var isListedAsTouched = false
+    /// The object's row was gone from the store when its fault fired.
+    public internal(set) var isInaccessible = false
+    /// Set once the object was deleted and that delete saved, or its context was reset.
+    var isDetached = false
+
+    init(entity: Entity, objectID: ManagedObjectID, context: ManagedObjectContext, isFault: Bool) {
+        self.entity = entity
+        self.objectID = objectID
+        self.context = context
+        self.isFault = isFault
+    }
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    public var description: String {
+        isFault ? "<\(objectID) fault>" : "<\(objectID) v\(version)\(isInserted ? " inserted" : "")\(isUpdated ? " updated" : "")\(isDeleted ? " deleted" : "")>"
+    }
+
+    public var entityName: String { entity.name }
+
+    /// The context the object lives in; nil once that context was reset or deallocated.
+    public var managedObjectContext: ManagedObjectContext? { isDetached ? nil : context }
+
+    /// True when the object has changes that the next save writes.
+    public var isUpdated: Bool { !changedAttributes.isEmpty || !changedRelationships.isEmpty }
+    public var hasChanges: Bool { isInserted || isDeleted || isUpdated }
+
+    // MARK: Access checks
+
+    /// The object's context, after checking that the caller is on its queue.
+    @discardableResult
+    func requireContext(_ function: StaticString = #function) -> ManagedObjectContext {
+        guard !isDetached, let context else {
+            preconditionFailure("ManagedObject \(objectID): \(function) on an object whose context was reset, "
+                + "deallocated, or that was deleted and saved. Keep the context alive, or fetch the object again by its ID.")
+        }
+        context.assertOnQueue(function)
+        return context
+    }
+
+    func fireFaultIfNeeded() {
+        if isFault { requireContext().fireFault(self) }
+    }
+
+    func propertyRef(_ key: String, _ function: StaticString = #function) -> PropertyRef {
+        guard let ref = entity.propertyByName[key] else {
+            preconditionFailure("\(entity.name) has no property '\(key)' (\(function)). Its properties are: "
+                + (entity.attributes.map(\.name) + entity.relationships.map(\.name)).joined(separator: ", "))
+        }
+        return ref
+    }
+
+    func attributeIndex(_ key: String, _ function: StaticString = #function) -> Int {
+        guard case .attribute(let index) = propertyRef(key, function) else {
+            preconditionFailure("\(entity.name).\(key) is a relationship; use object(forKey:) / objects(forKey:) (\(function))")
+        }
+        return index
+    }
+
+    // MARK: Attributes
+
+    /// The value of attribute `key` [primitiveValue(forKey:)].
+    public func attributeValue(forKey key: String) -> AttributeValue {
+        let index = attributeIndex(key)
+        requireContext()
+        fireFaultIfNeeded()
+        return attributes[index]
+    }
+
+    /// Sets attribute `key`. A value of the wrong type or out of range is kept and reported by
+    /// validation when the context saves (`invalid-type`, `too-large`, ...), as in Core Data.
+    public func setAttributeValue(_ value: AttributeValue, forKey key: String) {
+        let index = attributeIndex(key)
+        setAttribute(value, at: index)
+    }
+
+    func setAttribute(_ value: AttributeValue, at index: Int) {
+        let context = requireContext()
+        precondition(!isDeleted, "ManagedObject \(objectID): setting '\(entity.attributes[index].name)' on a deleted object")
+        fireFaultIfNeeded()
+        if attributes[index] == value { return }
+        attributes[index] = value
+        if !isInserted {
+            changedAttributes.insert(index)
+            context.noteUpdated(self)
+        }
+    }
+
+    /// The attribute as a Swift type: `object.value("title", as: String.self)`; nil when null
+    /// or of another type.
+    public func value<T: AttributeValueConvertible>(_ key: String, as type: T.Type = T.self) -> T? {
+        T(attributeValue: attributeValue(forKey: key))
+    }
+
+    public func setValue<T: AttributeValueConvertible>(_ value: T?, forKey key: String) {
+        setAttributeValue(value?.attributeValue ?? .null, forKey: key)
+    }
+
+    /// Key-value access by name [value(forKey:)]: an attribute's Swift value (`Int64`, `String`,
+    /// `Date`, ...), a to-one relationship's `ManagedObject`, or a to-many's `[ManagedObject]`
+    /// in primary-key order. Setting takes the same kinds of values, or nil.
+    public subscript(key: String) -> Any? {
+        get {
+            switch propertyRef(key) {
+            case .attribute: return attributeValue(forKey: key).anyValue
+            case .relationship(let r): return entity.relationships[r].isToMany ? objects(forKey: key) : object(forKey: key)
+            }
+        }
+        set {
+            switch propertyRef(key) {
+            case .attribute:
+                guard let value = AttributeValue(any: newValue) else {
+                    preconditionFailure("\(entity.name).\(key): cannot store a value of type \(type(of: newValue!)) in an attribute")
+                }
+                setAttributeValue(value, forKey: key)
+            case .relationship(let r):
+                if entity.relationships[r].isToMany {
+                    guard let objects = newValue as? [ManagedObject] ?? (newValue as? Set<ManagedObject>).map(Array.init) ?? (newValue == nil ? [] : nil) else {
+                        preconditionFailure("\(entity.name).\(key) is to-many: set an array or set of ManagedObject")
+                    }
+                    setObjects(objects, forKey: key)
+                } else {
+                    guard newValue == nil || newValue is ManagedObject else {
+                        preconditionFailure("\(entity.name).\(key) is to-one: set a ManagedObject or nil")
+                    }
+                    setObject(newValue as? ManagedObject, forKey: key)
+                }
+            }
+        }
+    }
+
+    // MARK: Snapshots
+
+    /// Attribute and to-one values as they are now.
+    public func currentValues() -> ObjectSnapshot {
+        requireContext()
+        fireFaultIfNeeded()
+        return snapshot(attributes: attributes, relationships: relationships)
+    }
+
+    /// Attribute and to-one values as last read from or saved to the store [committedValues(forKeys:)].
+    public func committedValues() -> ObjectSnapshot {
+        requireContext()
+        fireFaultIfNeeded()
+        return isInserted ? [:] : snapshot(attributes: committedAttributes, relationships: committedRelationships)
+    }
+
+    /// The properties set since the last save, with their new values [changedValues()].
+    public func changedValues() -> ObjectSnapshot {
+        requireContext()
+        var result: ObjectSnapshot = [:]
+        for a in changedAttributes where attributes[a] != committedAttributes[a] {
+            result[entity.attributes[a].name] = .attribute(attributes[a])
+        }
+        for r in changedRelationships {
+            switch relationships[r] {
+            case .toOne(let id): result[entity.relationships[r].name] = .object(id)
+            case .toMany(let ids): result[entity.relationships[r].name] = .objects(ids.sortedByKey())
+            case .unloaded: break
+            }
+        }
+        return result
+    }
+
+    func snapshot(attributes: [AttributeValue], relationships: [RelationshipState]) -> ObjectSnapshot {
+        var result: ObjectSnapshot = [:]
+        for (i, a) in entity.attributes.enumerated() where i < attributes.count { result[a.name] = .attribute(attributes[i]) }
+        for r in entity.relationships where r.index < relationships.count {
+            if case .toOne(let id) = relationships[r.index] { result[r.name] = .object(id) }
+        }
+        return result
+    }
+}
+
+extension Collection where Element == ManagedObjectID {
+    /// IDs in primary-key order (temporary IDs last, in creation order): the API's order of to-many values.
+    func sortedByKey() -> [ManagedObjectID] {
+        sorted { a, b in
+            switch (a.key, b.key) {
+            case let (.permanent(x), .permanent(y)): return x < y
+            case (.permanent, .temporary): return true
+            case (.temporary, .permanent): return false
+            case let (.temporary(x), .temporary(y)): return x < y
+            }
+        }
+    }
+}

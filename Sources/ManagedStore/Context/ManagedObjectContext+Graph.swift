@@ -1,0 +1,195 @@
+// Keeping the object graph consistent in memory: reading relationships (firing relationship
+// faults), setting them with inverse maintenance, and deleting with delete rules.
+//
+// Who writes what: a to-one that stores a foreign key is a change to its object's row, so
+// inverse maintenance that alters one marks that object updated. A to-many, or a to-one whose
+// key lives on the other side, is only "touched": its loaded value is kept in step, and the
+// store learns of the change from the side that stores it (or, for many-to-many, from the
+// link differences of every changed or touched object).
+
+extension ManagedObjectContext {
+    // MARK: Reading
+
+    func toOneValue(of object: ManagedObject, _ r: Int) -> ManagedObjectID? {
+        object.fireFaultIfNeeded()
+        if case .unloaded = object.relationships[r] { loadRelationship(of: object, r) }
+        guard case .toOne(let id) = object.relationships[r] else {
+            preconditionFailure("\(object.entity.name).\(object.entity.relationships[r].name) is not to-one")
+        }
+        return id
+    }
+
+    func toManyValue(of object: ManagedObject, _ r: Int) -> Set<ManagedObjectID> {
+        object.fireFaultIfNeeded()
+        if case .unloaded = object.relationships[r] { loadRelationship(of: object, r) }
+        guard case .toMany(let ids) = object.relationships[r] else {
+            preconditionFailure("\(object.entity.name).\(object.entity.relationships[r].name) is not to-many")
+        }
+        return ids
+    }
+
+    /// Fires a relationship fault: reads the store's links, then applies this context's unsaved
+    /// changes made from the other side.
+    private func loadRelationship(of object: ManagedObject, _ r: Int) {
+        let relationship = object.entity.relationships[r]
+        let destination = coordinator.model.schema[relationship.destinationIndex]
+        var stored: Set<ManagedObjectID> = []
+        if let pk = object.objectID.primaryKey, !object.isInaccessible {
+            do {
+                let keys = try coordinator.read { connection in
+                    try RowSQL.relatedKeys(connection, model: coordinator.model, entity: object.entity, relationship: relationship, pk: pk)
+                }
+                stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })
+            } catch {
+                preconditionFailure("ManagedStore could not read \(object.objectID).\(relationship.name): \(error)")
+            }
+        }
+        let current = applyPendingInverseChanges(to: stored, owner: object, relationship)
+        let state = { (ids: Set<ManagedObjectID>) -> RelationshipState in
+            relationship.isToMany ? .toMany(ids) : .toOne(ids.sortedByKey().first)
+        }
+        object.committedRelationships[r] = state(stored)
+        object.relationships[r] = state(current)
+        if current != stored { noteTouched(object) }
+    }
+
+    private func applyPendingInverseChanges(to stored: Set<ManagedObjectID>, owner: ManagedObject, _ relationship: Relationship) -> Set<ManagedObjectID> {
+        var result = stored
+        let inverse = relationship.inverseIndex
+        for list in [insertedList, updatedList, touchedList, deletedList] {
+            for other in list where other.entity.index == relationship.destinationIndex && !other.isFault {
+                if other.isDeleted { result.remove(other.objectID); continue }
+                let now = contains(other.relationships[inverse], owner.objectID)
+                let before = other.isInserted ? false : contains(other.committedRelationships[inverse], owner.objectID)
+                if now == true && before != true { result.insert(other.objectID) }
+                if before == true && now == false { result.remove(other.objectID) }
+            }
+        }
+        return result
+    }
+
+    /// Whether a relationship value holds `id`; nil when not loaded.
+    private func contains(_ state: RelationshipState, _ id: ManagedObjectID) -> Bool? {
+        switch state {
+        case .unloaded: return nil
+        case .toOne(let target): return target == id
+        case .toMany(let ids): return ids.contains(id)
+        }
+    }
+
+    // MARK: Setting
+
+    func checkDestination(_ object: ManagedObject, of owner: ManagedObject, _ r: Int) {
+        let relationship = owner.entity.relationships[r]
+        precondition(object.context === self && !object.isDetached,
+                     "\(owner.entity.name).\(relationship.name): \(object.objectID) belongs to another context; use object(with:) on its ID")
+        precondition(object.entity.index == relationship.destinationIndex,
+                     "\(owner.entity.name).\(relationship.name) holds \(relationship.description.destination) objects, not \(object.entity.name)")
+        precondition(!object.isDeleted, "\(owner.entity.name).\(relationship.name): \(object.objectID) is deleted")
+    }
+
+    private func markChanged(_ object: ManagedObject, relationship r: Int) {
+        guard !object.isInserted else { return }
+        object.changedRelationships.insert(r)
+        noteUpdated(object)
+    }
+
+    func setToOne(_ owner: ManagedObject, _ r: Int, _ target: ManagedObjectID?) {
+        precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
+        let old = toOneValue(of: owner, r)
+        guard old != target else { return }
+        owner.relationships[r] = .toOne(target)
+        markChanged(owner, relationship: r)
+        let inverse = owner.entity.relationships[r].inverseIndex
+        if let old { unlink(old, inverse, from: owner.objectID) }
+        if let target { link(target, inverse, to: owner.objectID) }
+    }
+
+    func setToMany(_ owner: ManagedObject, _ r: Int, _ targets: Set<ManagedObjectID>) {
+        precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
+        let old = toManyValue(of: owner, r)
+        guard old != targets else { return }
+        owner.relationships[r] = .toMany(targets)
+        markChanged(owner, relationship: r)
+        let inverse = owner.entity.relationships[r].inverseIndex
+        for removed in old.subtracting(targets) { unlink(removed, inverse, from: owner.objectID) }
+        for added in targets.subtracting(old) { link(added, inverse, to: owner.objectID) }
+    }
+
+    /// Inverse maintenance: `member` no longer relates to `target` through `target`'s relationship `r`.
+    func unlink(_ targetID: ManagedObjectID, _ r: Int, from member: ManagedObjectID) {
+        guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
+        let relationship = targetEntity.relationships[r]
+        if relationship.isToMany {
+            guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
+            guard ids.remove(member) != nil else { return }
+            target.relationships[r] = .toMany(ids)
+            noteTouched(target)
+        } else if case .foreignKey = relationship.storage {
+            // The target's row stores the key: it must be loaded and written.
+            let target = object(with: targetID)
+            target.fireFaultIfNeeded()
+            guard !target.isDeleted, !target.isInaccessible, case .toOne(member)? = Optional(target.relationships[r]) else { return }
+            target.relationships[r] = .toOne(nil)
+            markChanged(target, relationship: r)
+        } else {
+            guard let target = lookup(targetID), !target.isFault, case .toOne(member)? = Optional(target.relationships[r]) else { return }
+            target.relationships[r] = .toOne(nil)
+            noteTouched(target)
+        }
+    }
+
+    /// Inverse maintenance: `member` now relates to `target` through `target`'s relationship `r`.
+    func link(_ targetID: ManagedObjectID, _ r: Int, to member: ManagedObjectID) {
+        guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
+        let relationship = targetEntity.relationships[r]
+        if relationship.isToMany {
+            guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
+            guard ids.insert(member).inserted else { return }
+            target.relationships[r] = .toMany(ids)
+            noteTouched(target)
+            return
+        }
+        // A to-one: the target leaves its previous partner, whose side must forget it.
+        let target = object(with: targetID)
+        let previous = toOneValue(of: target, r)
+        guard previous != member else { return }
+        if let previous { unlink(previous, relationship.inverseIndex, from: targetID) }
+        target.relationships[r] = .toOne(member)
+        if case .foreignKey = relationship.storage { markChanged(target, relationship: r) } else { noteTouched(target) }
+    }
+
+    // MARK: Deleting
+
+    /// Marks `object` deleted and applies the delete rules of its relationships at once:
+    /// cascade deletes the destinations, nullify removes it from their inverse. `deny` is
+    /// checked when saving, so the destinations may still be removed before then [delete(_:)].
+    public func delete(_ object: ManagedObject) {
+        assertOnQueue()
+        precondition(object.context === self && !object.isDetached, "delete: \(object.objectID) belongs to another context")
+        guard !object.isDeleted else { return }
+        object.fireFaultIfNeeded()
+        object.isDeleted = true
+        if object.isInserted {
+            registered[object.objectID] = nil
+        } else {
+            deletedList.append(object)
+        }
+        for relationship in object.entity.relationships {
+            let targets: [ManagedObjectID] = relationship.isToMany
+                ? toManyValue(of: object, relationship.index).sortedByKey()
+                : toOneValue(of: object, relationship.index).map { [$0] } ?? []
+            switch relationship.description.deleteRule {
+            case .cascade:
+                for target in targets {
+                    let destination = self.object(with: target)
+                    if !destination.isDeleted { delete(destination) }
+                }
+            case .nullify:
+                for target in targets { unlink(target, relationship.inverseIndex, from: object.objectID) }
+            case .deny, .noAction:
+                break
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+// Saving: validate, turn the changes into a change set, write it in one transaction on the
+// store's writer, then make the context's objects match what was committed.
+
+extension ManagedObjectContext {
+    /// Writes every change in one transaction [save()].
+    ///
+    /// Throws `SaveError.validation` with every broken rule, `SaveError.conflict` with every
+    /// object another context changed since this one read it (and every uniqueness violation),
+    /// or `SaveError.store`. In each case nothing is written and the context keeps its changes;
+    /// `refresh(_:mergeChanges: true)` or `rollback()` are the ways forward.
+    public func save() throws(SaveError) {
+        assertOnQueue()
+        compactChangeLists()
+        guard hasChanges else { return }
+        var validator = ObjectValidator(context: self)
+        var errors: [ValidationError] = []
+        for object in insertedList { errors += validator.validateForSave(object) }
+        for object in updatedList where !object.isFault { errors += validator.validateForSave(object) }
+        for object in deletedList { errors += validator.validateForDelete(object) }
+        guard errors.isEmpty else { throw .validation(errors) }
+
+        let changes = makeChangeSet()
+        let permanentIDs: [ManagedObjectID: ManagedObjectID]
+        do {
+            permanentIDs = try coordinator.write { connection in
+                try ChangeSetWriter(connection: connection, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
+                    .write(changes)
+            }
+        } catch let rejection as ChangeSetRejection {
+            throw saveError(for: rejection)
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+        }
+        didSave(changes, permanentIDs: permanentIDs)
+    }
+
+    /// Gives inserted objects their permanent IDs now, before saving [obtainPermanentIDs(for:)].
+    public func obtainPermanentIDs(for objects: [ManagedObject]) throws(StoreError) {
+        assertOnQueue()
+        let pending = objects.filter { $0.isInserted && $0.objectID.isTemporaryID && $0.context === self }
+        guard !pending.isEmpty else { return }
+        var byEntity: [Int: [ManagedObject]] = [:]
+        for object in pending { byEntity[object.entity.index, default: []].append(object) }
+        let model = coordinator.model
+        let firstKeys: [Int: Int64]
+        do {
+            firstKeys = try coordinator.write { connection in
+                var result: [Int: Int64] = [:]
+                for (entityIndex, group) in byEntity {
+                    result[entityIndex] = try ChangeSetWriter.allocatePrimaryKeys(connection, entity: model.schema[entityIndex], count: group.count)
+                }
+                return result
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .sqlite(code: -1, message: "\(error)", sql: nil)
+        }
+        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
+        for (entityIndex, group) in byEntity {
+            var next = firstKeys[entityIndex]!
+            for object in group {
+                mapping[object.objectID] = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier,
+                                                           entityName: object.entity.name, key: .permanent(next))
+                next += 1
+            }
+        }
+        applyPermanentIDs(mapping)
+    }
+
+    // MARK: Steps
+
+    /// Drops list entries that no longer stand for a change (deleted inserts, refreshed objects).
+    private func compactChangeLists() {
+        insertedList.removeAll { !$0.isInserted || $0.isDeleted }
+        deletedList.removeAll { !$0.isDeleted || $0.isInserted }
+        updatedList.removeAll { !$0.isListedAsUpdated || $0.isInserted || $0.isDeleted }
+    }
+
+    private func makeChangeSet() -> ChangeSet {
+        var changes = ChangeSet()
+        for object in insertedList {
+            let entity = object.entity
+            changes.inserts.append(ChangeSet.Insert(
+                id: object.objectID, entity: entity, attributes: object.attributes,
+                foreignKeys: entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }))
+            addLinkChanges(of: object, to: &changes)
+        }
+        for object in updatedList where !object.isFault {
+            let entity = object.entity
+            let changedAttributes = object.changedAttributes.filter { object.attributes[$0] != object.committedAttributes[$0] }.sorted()
+            var changedForeignKeys: [Int] = []
+            var otherRelationshipChanged = false
+            for r in object.changedRelationships {
+                if let position = entity.foreignKeyRelationships.firstIndex(of: r) {
+                    if toOneTarget(object.relationships[r]) != toOneTarget(object.committedRelationships[r]) { changedForeignKeys.append(position) }
+                } else {
+                    otherRelationshipChanged = otherRelationshipChanged || !sameValue(object.relationships[r], object.committedRelationships[r])
+                }
+            }
+            addLinkChanges(of: object, to: &changes)
+            guard !changedAttributes.isEmpty || !changedForeignKeys.isEmpty || otherRelationshipChanged else { continue }
+            changes.updates.append(ChangeSet.Update(
+                id: object.objectID, entity: entity, baseVersion: object.version,
+                attributes: object.attributes, changedAttributes: changedAttributes,
+                foreignKeys: entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) },
+                changedForeignKeys: changedForeignKeys.sorted()))
+        }
+        for object in touchedList where !object.isInserted && !object.isDeleted && !object.isFault {
+            addLinkChanges(of: object, to: &changes)
+        }
+        for object in deletedList {
+            changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.version))
+        }
+        return changes
+    }
+
+    private func toOneTarget(_ state: RelationshipState) -> ManagedObjectID? {
+        if case .toOne(let id) = state { return id }
+        return nil
+    }
+
+    private func sameValue(_ a: RelationshipState, _ b: RelationshipState) -> Bool {
+        switch (a, b) {
+        case let (.toOne(x), .toOne(y)): return x == y
+        case let (.toMany(x), .toMany(y)): return x == y
+        case (.unloaded, .unloaded): return true
+        default: return false
+        }
+    }
+
+    /// Join-table rows to add and remove for the many-to-many relationships of `object`.
+    private func addLinkChanges(of object: ManagedObject, to changes: inout ChangeSet) {
+        for relationship in object.entity.relationships {
+            guard case let .joinTable(table, ownColumn, _) = relationship.storage,
+                  case .toMany(let now) = object.relationships[relationship.index] else { continue }
+            var before: Set<ManagedObjectID> = []
+            if !object.isInserted, case .toMany(let committed) = object.committedRelationships[relationship.index] { before = committed }
+            func link(_ other: ManagedObjectID) -> ChangeSet.Link {
+                ownColumn == "\"a\"" ? .init(table: table, a: object.objectID, b: other, relationship: relationship.name)
+                                     : .init(table: table, a: other, b: object.objectID, relationship: relationship.name)
+            }
+            for added in now.subtracting(before) { changes.addedLinks.insert(link(added)) }
+            for removed in before.subtracting(now) { changes.removedLinks.insert(link(removed)) }
+        }
+    }
+
+    private func saveError(for rejection: ChangeSetRejection) -> SaveError {
+        switch rejection {
+        case let .conflicts(versions, constraints):
+            let merge = versions.compactMap { conflict -> MergeConflict? in
+                guard let object = lookup(conflict.id) else { return nil }
+                let entity = object.entity
+                let persisted = conflict.row.map { row in
+                    rowSnapshot(entity, row.attributes, row.foreignKeys.enumerated().map { position, pk in
+                        pk.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier,
+                                                 entityName: coordinator.model.schema[entity.relationships[entity.foreignKeyRelationships[position]].destinationIndex].name,
+                                                 key: .permanent($0)) }
+                    })
+                }
+                let changed = object.changedAttributes.map { entity.attributes[$0].name } + object.changedRelationships.map { entity.relationships[$0].name }
+                return MergeConflict(
+                    objectID: object.objectID, oldVersion: object.version, newVersion: conflict.row?.version ?? 0,
+                    objectSnapshot: object.isDeleted ? nil : rowSnapshot(entity, object.attributes, entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }),
+                    cachedSnapshot: rowSnapshot(entity, object.committedAttributes, entity.foreignKeyRelationships.map { toOneTarget(object.committedRelationships[$0]) }),
+                    persistedSnapshot: persisted, changedProperties: Set(changed))
+            }
+            return .conflict(mergeConflicts: merge, constraintConflicts: constraints)
+        case .invalidReferences(let references):
+            return .validation(references.map { reference in
+                ValidationError(objectID: reference.owner, property: reference.relationship, code: .invalidRelationship,
+                                message: "\(reference.relationship) points at \(reference.target), which does not exist")
+            })
+        }
+    }
+
+    /// Attributes and stored to-one keys by name: the shape of the three conflict snapshots.
+    private func rowSnapshot(_ entity: Entity, _ attributes: [AttributeValue], _ foreignKeys: [ManagedObjectID?]) -> ObjectSnapshot {
+        var result: ObjectSnapshot = [:]
+        for (i, attribute) in entity.attributes.enumerated() where i < attributes.count { result[attribute.name] = .attribute(attributes[i]) }
+        for (position, r) in entity.foreignKeyRelationships.enumerated() where position < foreignKeys.count {
+            result[entity.relationships[r].name] = .object(foreignKeys[position])
+        }
+        return result
+    }
+
+    /// Makes the context's objects match the committed store: permanent IDs, new versions,
+    /// new committed snapshots, no pending changes.
+    private func didSave(_ changes: ChangeSet, permanentIDs: [ManagedObjectID: ManagedObjectID]) {
+        applyPermanentIDs(permanentIDs)
+        let written = Set(changes.updates.map(\.id))
+        for object in insertedList {
+            object.isInserted = false
+            object.version = 1
+            commit(object)
+        }
+        for object in updatedList {
+            if written.contains(object.objectID) { object.version += 1 }
+            commit(object)
+        }
+        for object in touchedList where !object.isFault { commit(object) }
+        for object in deletedList {
+            object.isDetached = true
+            registered[object.objectID] = nil
+        }
+        insertedList = []
+        updatedList = []
+        deletedList = []
+        touchedList = []
+    }
+
+    private func commit(_ object: ManagedObject) {
+        object.changedAttributes = []
+        object.changedRelationships = []
+        object.isListedAsUpdated = false
+        object.isListedAsTouched = false
+        object.committedAttributes = object.attributes
+        object.committedRelationships = object.relationships
+    }
+
+    /// Re-keys objects that received permanent IDs and rewrites every pending reference to them.
+    private func applyPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
+        guard !mapping.isEmpty else { return }
+        for (temporary, permanent) in mapping {
+            guard let object = registered[temporary]?.object else { continue }
+            registered[temporary] = nil
+            object.objectID = permanent
+            registered[permanent] = WeakObject(object)
+            permanentIDForTemporary[temporary] = permanent
+        }
+        func remap(_ state: RelationshipState) -> RelationshipState {
+            switch state {
+            case .unloaded: return state
+            case .toOne(let id): return .toOne(id.map { mapping[$0] ?? $0 })
+            case .toMany(let ids): return .toMany(Set(ids.map { mapping[$0] ?? $0 }))
+            }
+        }
+        // Only objects with pending changes can refer to an object that is not saved yet.
+        for list in [insertedList, updatedList, touchedList, deletedList] {
+            for object in list where !object.isFault {
+                object.relationships = object.relationships.map(remap)
+                if !object.isInserted { object.committedRelationships = object.committedRelationships.map(remap) }
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+import Dispatch
+import Foundation
+
+/// A scratch pad of objects confined to its own serial queue [NSManagedObjectContext].
+///
+/// Everything a context holds, and every object in it, is used only on the context's queue:
+/// inside `perform` (async) or `performAndWait`. A call from anywhere else traps with a message
+/// saying so; it never silently works. Pass `ManagedObjectID`s (Sendable) between contexts.
+///
+/// `@unchecked Sendable`: the context itself may be handed to any task, because all its mutable
+/// state is touched only on `queue`, which `assertOnQueue` checks on every entry point.
+public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
+    public let coordinator: PersistentStoreCoordinator
+    public let name: String
+    /// How a save treats a conflict with changes saved elsewhere since this context read them.
+    public var mergePolicy: MergePolicy {
+        get { assertOnQueue(); return _mergePolicy }
+        set { assertOnQueue(); _mergePolicy = newValue }
+    }
+
+    let queue: DispatchQueue
+    private var _mergePolicy: MergePolicy = .error
+
+    /// Objects by ID, held weakly: an unchanged object lives as long as someone uses it.
+    /// Objects with changes are also held strongly by the change lists below.
+    var registered: [ManagedObjectID: WeakObject] = [:]
+    private var registrationsSincePurge = 0
+    /// Temporary IDs of objects that received permanent ones, so old IDs still find them.
+    var permanentIDForTemporary: [ManagedObjectID: ManagedObjectID] = [:]
+
+    var insertedList: [ManagedObject] = []
+    var updatedList: [ManagedObject] = []
+    var deletedList: [ManagedObject] = []
+    /// Objects whose loaded relationships changed through inverse maintenance only.
+    var touchedList: [ManagedObject] = []
+
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// A new context on the coordinator. Use it only inside `perform` / `performAndWait`.
+    public init(coordinator: PersistentStoreCoordinator, name: String = "context") {
+        self.coordinator = coordinator
+        self.name = name
+        self.queue = DispatchQueue(label: "ManagedStore.context.\(name)")
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+    }
+
+    public var description: String { "<ManagedObjectContext \(name)>" }
+
+    // MARK: Queue confinement
+
+    /// True when the caller runs on this context's queue.
+    public var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+
+    func assertOnQueue(_ function: StaticString = #function) {
+        guard isOnQueue else {
+            preconditionFailure("ManagedObjectContext '\(name)': \(function) was called off the context's queue. "
+                + "A context and its objects may only be used inside context.perform { } or context.performAndWait { }; "
+                + "pass object IDs, not objects, between contexts and tasks.")
+        }
+    }
+
+    /// Runs `body` on the context's queue and returns its result [perform(_:)].
+    public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try body() })
+            }
+        }
+    }
+
+    /// Runs `body` on the context's queue and returns its result [perform(_:)].
+    public func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// Runs `body` on the context's queue and waits for it [performAndWait(_:)]. Reentrant: called
+    /// on the queue already, it runs `body` at once.
+    public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
+        if isOnQueue { return try body() }
+        return try queue.sync(execute: body)
+    }
+
+    // MARK: State
+
+    /// True when a save would write something [hasChanges].
+    public var hasChanges: Bool {
+        assertOnQueue()
+        return insertedList.contains { $0.isInserted && !$0.isDeleted }
+            || deletedList.contains { $0.isDeleted }
+            || updatedList.contains { $0.isUpdated && !$0.isDeleted }
+    }
+
+    public var insertedObjects: Set<ManagedObject> {
+        assertOnQueue()
+        return Set(insertedList.filter { $0.isInserted && !$0.isDeleted })
+    }
+
+    public var updatedObjects: Set<ManagedObject> {
+        assertOnQueue()
+        return Set(updatedList.filter { $0.isUpdated && !$0.isDeleted && !$0.isInserted })
+    }
+
+    public var deletedObjects: Set<ManagedObject> {
+        assertOnQueue()
+        return Set(deletedList.filter(\.isDeleted))
+    }
+
+    /// Objects the context holds now (faults included).
+    public var registeredObjects: Set<ManagedObject> {
+        assertOnQueue()
+        return Set(registered.values.compactMap(\.object))
+    }
+
+    // MARK: Registration
+
+    /// The object registered for `id`, if the context holds one [registeredObject(for:)].
+    public func registeredObject(for id: ManagedObjectID) -> ManagedObject? {
+        assertOnQueue()
+        return lookup(id)
+    }
+
+    func lookup(_ id: ManagedObjectID) -> ManagedObject? {
+        if let object = registered[id]?.object { return object }
+        if id.isTemporaryID, let permanent = permanentIDForTemporary[id] { return registered[permanent]?.object }
+        return nil
+    }
+
+    func register(_ object: ManagedObject) {
+        registered[object.objectID] = WeakObject(object)
+        registrationsSincePurge += 1
+        // Drop entries of released objects now and then, so a long-lived reading context does
+        // not grow without bound. Amortized O(1) per registration.
+        if registrationsSincePurge > max(1024, registered.count) {
+            registered = registered.filter { $0.value.object != nil }
+            registrationsSincePurge = 0
+        }
+    }
+
+    func noteUpdated(_ object: ManagedObject) {
+        if !object.isListedAsUpdated {
+            object.isListedAsUpdated = true
+            updatedList.append(object)
+        }
+    }
+
+    func noteTouched(_ object: ManagedObject) {
+        if !object.isListedAsTouched && !object.isInserted {
+            object.isListedAsTouched = true
+            touchedList.append(object)
+        }
+    }
+
+    /// Inserts a new object of `entityName` with its default values [insertNewObject(forEntityName:into:)].
+    public func insertNewObject(forEntityName entityName: String) -> ManagedObject {
+        assertOnQueue()
+        guard let entity = coordinator.model.resolvedEntity(named: entityName) else {
+            preconditionFailure("the model has no entity '\(entityName)'; its entities are "
+                + coordinator.model.entities.map(\.name).joined(separator: ", "))
+        }
+        let id = ManagedObjectID.newTemporary(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name)
+        let object = ManagedObject(entity: entity, objectID: id, context: self, isFault: false)
+        object.attributes = entity.defaultAttributes
+        object.relationships = entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        object.isInserted = true
+        insertedList.append(object)
+        register(object)
+        return object
+    }
+
+    /// The object for `id`: the registered one, or a fault that reads the store when used
+    /// [object(with:)]. An ID of another store or model is a programming error and traps.
+    public func object(with id: ManagedObjectID) -> ManagedObject {
+        assertOnQueue()
+        if let object = lookup(id) { return object }
+        precondition(coordinator.isValid(id), "object(with:): \(id) does not belong to this store and model")
+        precondition(!id.isTemporaryID, "object(with:): \(id) is a temporary ID of an object this context does not hold")
+        let object = ManagedObject(entity: coordinator.model.resolvedEntity(named: id.entityName)!, objectID: id,
+                                   context: self, isFault: true)
+        register(object)
+        return object
+    }
+
+    /// The object for `id`, read from the store now; throws if the store has no such object
+    /// [existingObject(with:)].
+    public func existingObject(with id: ManagedObjectID) throws(ContextError) -> ManagedObject {
+        assertOnQueue()
+        if let object = lookup(id), !object.isFault {
+            if object.isInaccessible { throw .objectNotFound(id) }
+            return object
+        }
+        guard coordinator.isValid(id) else { throw .foreignObjectID(id) }
+        guard !id.isTemporaryID else { throw .objectNotFound(id) }
+        let object = self.object(with: id)
+        try loadFault(object)
+        if object.isInaccessible { throw .objectNotFound(id) }
+        return object
+    }
+
+    // MARK: Faults
+
+    /// Fills a fault from its prefetched row or the store. A row that is gone leaves the object
+    /// empty and `isInaccessible`; saving changes to it then reports a conflict.
+    func fireFault(_ object: ManagedObject) {
+        do { try loadFault(object) } catch {
+            preconditionFailure("ManagedStore could not read \(object.objectID) from the store: \(error). "
+                + "Use existingObject(with:) to handle store errors.")
+        }
+    }
+
+    func loadFault(_ object: ManagedObject) throws(ContextError) {
+        guard object.isFault else { return }
+        let row: StoredRow?
+        if let prefetched = object.prefetchedRow {
+            row = prefetched
+        } else {
+            guard let pk = object.objectID.primaryKey else { return }
+            do {
+                row = try coordinator.read { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
+            } catch let error as StoreError {
+                throw .store(error)
+            } catch {
+                throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+            }
+        }
+        if let row { materialize(object, from: row) } else { markInaccessible(object) }
+    }
+
+    func materialize(_ object: ManagedObject, from row: StoredRow) {
+        let entity = object.entity
+        object.prefetchedRow = nil
+        object.version = row.version
+        object.attributes = row.attributes
+        var relationships = [RelationshipState](repeating: .unloaded, count: entity.relationships.count)
+        for (position, r) in entity.foreignKeyRelationships.enumerated() {
+            let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
+            relationships[r] = .toOne(row.foreignKeys[position].map {
+                ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
+            })
+        }
+        object.relationships = relationships
+        object.committedAttributes = row.attributes
+        object.committedRelationships = relationships
+        object.isFault = false
+    }
+
+    private func markInaccessible(_ object: ManagedObject) {
+        object.prefetchedRow = nil
+        object.isInaccessible = true
+        object.attributes = object.entity.attributes.map { _ in .null }
+        object.relationships = object.entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        object.committedAttributes = object.attributes
+        object.committedRelationships = object.relationships
+        object.isFault = false
+    }
+
+    // MARK: Discarding
+
+    /// Forgets every object and change [reset()]. Objects handed out before can no longer be used.
+    public func reset() {
+        assertOnQueue()
+        for weak in registered.values { weak.object?.isDetached = true }
+        for list in [insertedList, updatedList, deletedList, touchedList] { for object in list { object.isDetached = true } }
+        registered = [:]
+        permanentIDForTemporary = [:]
+        insertedList = []
+        updatedList = []
+        deletedList = []
+        touchedList = []
+        registrationsSincePurge = 0
+    }
+
+    /// Throws away every unsaved change [rollback()]: inserted objects are forgotten, changed
+    /// and deleted ones return to their last read or saved state.
+    public func rollback() {
+        assertOnQueue()
+        for object in insertedList where object.isInserted {
+            object.isDetached = true
+            registered[object.objectID] = nil
+        }
+        for object in updatedList + deletedList + touchedList where !object.isInserted {
+            restoreCommittedState(object)
+        }
+        insertedList = []
+        updatedList = []
+        deletedList = []
+        touchedList = []
+    }
+
+    func restoreCommittedState(_ object: ManagedObject) {
+        object.isDeleted = false
+        object.isListedAsUpdated = false
+        object.isListedAsTouched = false
+        object.changedAttributes = []
+        object.changedRelationships = []
+        if !object.isFault {
+            object.attributes = object.committedAttributes
+            object.relationships = object.committedRelationships
+        }
+    }
+
+    /// Turns `object` back into a fault, dropping its changes, or with `mergeChanges` reads the
+    /// store's current values and version and keeps this context's changes on top of them
+    /// [refresh(_:mergeChanges:)]. Merging is how to take in another context's save before saving.
+    public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+        assertOnQueue()
+        precondition(object.context === self, "refresh: \(object.objectID) belongs to another context")
+        guard !object.isInserted, !object.isDeleted, let pk = object.objectID.primaryKey else { return }
+        if !mergeChanges || object.isFault {
+            let hadChanges = object.isUpdated
+            object.changedAttributes = []
+            object.changedRelationships = []
+            object.isFault = true
+            object.prefetchedRow = nil
+            object.isInaccessible = false
+            object.attributes = []
+            object.relationships = []
+            if hadChanges { updatedList.removeAll { $0 === object }; object.isListedAsUpdated = false }
+            return
+        }
+        let row: StoredRow?
+        do { row = try coordinator.read { try RowSQL.loadRow($0, entity: object.entity, pk: pk) } } catch {
+            preconditionFailure("refresh: could not read \(object.objectID): \(error)")
+        }
+        guard let row else { markInaccessible(object); return }
+        let mine = object.attributes, myRelationships = object.relationships
+        let changedAttributes = object.changedAttributes, changedRelationships = object.changedRelationships
+        materialize(object, from: row)
+        for a in changedAttributes { object.attributes[a] = mine[a] }
+        for r in changedRelationships { object.relationships[r] = myRelationships[r] }
+    }
+}
+
+/// A weak reference to an object, the value type of the registration table.
+struct WeakObject {
+    weak var object: ManagedObject?
+    init(_ object: ManagedObject) { self.object = object }
+}

@@ -1,0 +1,112 @@
+import Foundation
+
+/// Checks objects against the rules of their model before a save [validateForInsert/Update/Delete].
+///
+/// Returns every broken rule of every object, so a client fixes them all in one round.
+/// Holds compiled patterns for the length of one save.
+struct ObjectValidator {
+    let context: ManagedObjectContext
+    private var patterns: [String: NSRegularExpression] = [:]
+
+    init(context: ManagedObjectContext) { self.context = context }
+
+    mutating func validateForSave(_ object: ManagedObject) -> [ValidationError] {
+        var errors: [ValidationError] = []
+        for (index, attribute) in object.entity.attributes.enumerated() {
+            if let error = validate(object.attributes[index], attribute, object.objectID) { errors.append(error) }
+        }
+        for relationship in object.entity.relationships {
+            errors += validate(relationship, of: object)
+        }
+        return errors
+    }
+
+    /// A deleted object: its `deny` relationships must be empty (destinations deleted too excepted).
+    func validateForDelete(_ object: ManagedObject) -> [ValidationError] {
+        object.entity.relationships.compactMap { relationship in
+            guard relationship.description.deleteRule == .deny else { return nil }
+            let targets = relationship.isToMany ? Array(context.toManyValue(of: object, relationship.index))
+                : context.toOneValue(of: object, relationship.index).map { [$0] } ?? []
+            let remaining = targets.filter { context.lookup($0)?.isDeleted != true }
+            guard !remaining.isEmpty else { return nil }
+            return ValidationError(objectID: object.objectID, property: relationship.name, code: .deleteDenied,
+                                   message: "cannot delete: \(relationship.name) still holds \(remaining.sortedByKey().map(\.description).joined(separator: ", ")) (delete rule deny)")
+        }
+    }
+
+    private func validate(_ relationship: Relationship, of object: ManagedObject) -> [ValidationError] {
+        var errors: [ValidationError] = []
+        let targets: [ManagedObjectID]
+        switch object.relationships[relationship.index] {
+        case .unloaded:
+            if !relationship.isToMany && !relationship.description.isOptional {
+                targets = context.toOneValue(of: object, relationship.index).map { [$0] } ?? []
+            } else {
+                return []  // never read, so never changed by this context
+            }
+        case .toOne(let id): targets = id.map { [$0] } ?? []
+        case .toMany(let ids): targets = Array(ids)
+        }
+        if !relationship.isToMany && !relationship.description.isOptional && targets.isEmpty {
+            errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .missingMandatoryProperty,
+                                          message: "\(relationship.name) is required"))
+        }
+        for target in targets where context.lookup(target)?.isDeleted == true {
+            errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .invalidRelationship,
+                                          message: "\(relationship.name) points at \(target), which is deleted"))
+        }
+        return errors
+    }
+
+    private mutating func validate(_ value: AttributeValue, _ attribute: AttributeDescription, _ id: ManagedObjectID) -> ValidationError? {
+        func error(_ code: ValidationErrorCode, _ message: String) -> ValidationError {
+            ValidationError(objectID: id, property: attribute.name, code: code, message: message)
+        }
+        if value.isNull {
+            return attribute.isOptional ? nil : error(.missingMandatoryProperty, "\(attribute.name) is required")
+        }
+        if !value.fits(attribute.type) {
+            if case .integer(let v) = value, let range = attribute.type.integerRange {
+                return v < range.lowerBound
+                    ? error(.tooSmall, "\(v) is below the range of \(attribute.type.rawValue) (\(range.lowerBound))")
+                    : error(.tooLarge, "\(v) is above the range of \(attribute.type.rawValue) (\(range.upperBound))")
+            }
+            return error(.invalidType, "expected a \(attribute.type.rawValue), got a \(value.kindName)")
+        }
+        if let min = attribute.minValue, AttributeValue.compare(value, min) == .orderedAscending {
+            return error(.tooSmall, "\(describe(value)) is less than the minimum \(describe(min))")
+        }
+        if let max = attribute.maxValue, AttributeValue.compare(value, max) == .orderedDescending {
+            return error(.tooLarge, "\(describe(value)) is greater than the maximum \(describe(max))")
+        }
+        guard case .string(let text) = value else { return nil }
+        let length = text.count  // grapheme clusters, as the contract says
+        if let minLength = attribute.minLength, length < minLength {
+            return error(.tooShort, "\(length) characters, at least \(minLength) required")
+        }
+        if let maxLength = attribute.maxLength, length > maxLength {
+            return error(.tooLong, "\(length) characters, at most \(maxLength) allowed")
+        }
+        if let pattern = attribute.pattern, !matchesWhole(text, pattern) {
+            return error(.patternMismatch, "does not match the pattern \(pattern)")
+        }
+        return nil
+    }
+
+    private func describe(_ value: AttributeValue) -> String {
+        if case .date(let d) = value { return RFC3339.string(from: d) }
+        return value.anyValue.map { "\($0)" } ?? "null"
+    }
+
+    /// The pattern must match the whole string, not a part of it.
+    private mutating func matchesWhole(_ text: String, _ pattern: String) -> Bool {
+        let regex: NSRegularExpression
+        if let cached = patterns[pattern] { regex = cached } else {
+            guard let compiled = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return false }
+            patterns[pattern] = compiled
+            regex = compiled
+        }
+        let range = NSRange(text.startIndex..<text.endIndex, in: text)
+        return regex.firstMatch(in: text, options: [.anchored], range: range).map { $0.range == range } ?? false
+    }
+}

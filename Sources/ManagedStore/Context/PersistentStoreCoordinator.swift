@@ -1,0 +1,185 @@
+import CSQLite
+import Foundation
+import Synchronization
+
+/// Owns a store's connections: one writer, serialized, and a pool of readers
+/// [NSPersistentStoreCoordinator]. Contexts read through the pool and save through the writer.
+public final class PersistentStoreCoordinator: Sendable {
+    public let model: ManagedObjectModel
+    public let storeDescription: StoreDescription
+    /// The UUID recorded in the store when it was created; part of every object ID.
+    public let storeIdentifier: UUID
+
+    let writer: SerializedConnection
+    /// nil for an in-memory store, whose one connection serves reads too.
+    private let readers: ReaderPool?
+    private let commits = Atomic<Int>(0)
+
+    /// Opens (or creates) the store. A store made from another model is refused.
+    public init(model: ManagedObjectModel, store: StoreDescription) throws(StoreError) {
+        self.model = model
+        self.storeDescription = store
+        let path: String
+        switch store.location {
+        case .inMemory:
+            path = ":memory:"
+        case .file(let url):
+            path = url.path
+            let directory = url.deletingLastPathComponent()
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        }
+        let connection = try SQLiteConnection(path: path)
+        if store.location != .inMemory {
+            try Self.configureWriter(connection, durability: store.durability)
+        }
+        self.storeIdentifier = try Self.prepareSchema(connection, model: model, path: path)
+        self.writer = SerializedConnection(connection)
+        if store.location == .inMemory {
+            self.readers = nil
+        } else {
+            var readers: [SQLiteConnection] = []
+            for _ in 0..<store.readerCount {
+                let reader = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+                try reader.execute("PRAGMA query_only = ON")
+                readers.append(reader)
+            }
+            self.readers = ReaderPool(readers)
+        }
+    }
+
+    private static func configureWriter(_ connection: SQLiteConnection, durability: StoreDescription.Durability) throws(StoreError) {
+        let mode = try connection.withStatement("PRAGMA journal_mode = WAL") { s throws(StoreError) in
+            try s.step() ? s.text(0) : ""
+        }
+        guard mode.lowercased() == "wal" else {
+            throw .cannotOpen(path: connection.path, message: "could not switch to WAL mode (got \(mode))")
+        }
+        // Debian's SQLite defaults WAL to FULL; say which one is meant either way.
+        try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
+    }
+
+    /// Creates the schema in an empty database, or checks that an existing one was made from
+    /// this model. Returns the store's UUID.
+    private static func prepareSchema(_ connection: SQLiteConnection, model: ManagedObjectModel, path: String) throws(StoreError) -> UUID {
+        do {
+            return try connection.writeTransaction { () throws -> UUID in
+                let hasMetadata = try connection.scalarInt(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_metadata'") != nil
+                if hasMetadata {
+                    func value(_ key: String) throws -> String? {
+                        try connection.withStatement("SELECT \"value\" FROM \"_metadata\" WHERE \"key\" = ?") { s throws(StoreError) in
+                            s.bind(.string(key), at: 1)
+                            return try s.step() ? s.text(0) : nil
+                        }
+                    }
+                    let hash = try value("model_hash") ?? ""
+                    guard hash == model.versionHash else {
+                        throw StoreError.modelMismatch(storeModel: try value("model_name") ?? "?", storeHash: hash, modelHash: model.versionHash)
+                    }
+                    guard let text = try value("store_uuid"), let uuid = UUID(uuidString: text) else {
+                        throw StoreError.notAManagedStore(path: path)
+                    }
+                    return uuid
+                }
+                guard try connection.scalarInt("SELECT count(*) FROM sqlite_master") == 0 else {
+                    throw StoreError.notAManagedStore(path: path)
+                }
+                for statement in StoreSchema.createStatements(for: model) { try connection.execute(statement) }
+                let uuid = UUID()
+                for (key, value) in [("store_uuid", uuid.uuidString), ("model_hash", model.versionHash),
+                                     ("model_name", model.name), ("format", "1")] {
+                    try connection.withStatement("INSERT INTO \"_metadata\" (\"key\", \"value\") VALUES (?, ?)") { s throws(StoreError) in
+                        s.bind(.string(key), at: 1)
+                        s.bind(.string(value), at: 2)
+                        try s.execute()
+                    }
+                }
+                return uuid
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw .sqlite(code: -1, message: "\(error)", sql: nil)
+        }
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on a reader (the writer for an in-memory store) inside one read transaction.
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        if let readers {
+            return try readers.withReader { connection in try connection.readTransaction { try body(connection) } }
+        }
+        return try writer.withConnection { connection in try connection.readTransaction { try body(connection) } }
+    }
+
+    /// Runs `body` on the writer inside one write transaction; rolls back if it throws.
+    func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try writer.withConnection { connection in
+            let result = try connection.writeTransaction { try body(connection) }
+            commits.add(1, ordering: .relaxed)
+            return result
+        }
+    }
+
+    /// How many write transactions have committed since the store was opened.
+    public var commitCount: Int { commits.load(ordering: .relaxed) }
+
+    // MARK: IDs
+
+    /// The object ID a URI names, if it belongs to this store and model.
+    public func managedObjectID(forURIRepresentation uri: URL) -> ManagedObjectID? {
+        guard let id = ManagedObjectID(uriRepresentation: uri), isValid(id) else { return nil }
+        return id
+    }
+
+    /// The permanent ID of the object `pk` of `entityName` (the API's `Entity/pk` form).
+    public func managedObjectID(entityName: String, primaryKey: Int64) -> ManagedObjectID? {
+        guard model.entityIndexByName[entityName] != nil, primaryKey > 0 else { return nil }
+        return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entityName, key: .permanent(primaryKey))
+    }
+
+    func isValid(_ id: ManagedObjectID) -> Bool {
+        id.storeIdentifier == storeIdentifier && model.entityIndexByName[id.entityName] != nil
+    }
+
+    // MARK: Integrity
+
+    /// Checks the store: SQLite's own integrity check, every stored link pointing at an existing
+    /// object, versions at least 1, and the key sequence ahead of every key. Returns the problems found.
+    public func checkIntegrity() throws -> [String] {
+        try writer.withConnection { connection in
+            var problems: [String] = []
+            let verdict = try connection.withStatement("PRAGMA integrity_check") { s throws(StoreError) in try s.step() ? s.text(0) : "" }
+            if verdict != "ok" { problems.append("integrity_check: \(verdict)") }
+            for entity in model.schema {
+                if let n = try connection.scalarInt("SELECT count(*) FROM \(entity.table) WHERE \"_version\" < 1"), n > 0 {
+                    problems.append("\(entity.name): \(n) rows with a version below 1")
+                }
+                let maxKey = try connection.scalarInt("SELECT max(\"_pk\") FROM \(entity.table)") ?? 0
+                let sequence = try connection.scalarInt("SELECT \"max\" FROM \"_sequence\" WHERE \"entity\" = ?", [.string(entity.name)]) ?? 0
+                if maxKey > sequence { problems.append("\(entity.name): key \(maxKey) is past the sequence (\(sequence))") }
+                for relationship in entity.relationships {
+                    let destination = model.schema[relationship.destinationIndex]
+                    switch relationship.storage {
+                    case .foreignKey(let column):
+                        let sql = "SELECT count(*) FROM \(entity.table) AS t WHERE t.\(column) IS NOT NULL "
+                            + "AND NOT EXISTS (SELECT 1 FROM \(destination.table) AS d WHERE d.\"_pk\" = t.\(column))"
+                        if let n = try connection.scalarInt(sql), n > 0 {
+                            problems.append("\(entity.name).\(relationship.name): \(n) links to missing \(destination.name) objects")
+                        }
+                    case let .joinTable(table, ownColumn, _):
+                        let sql = "SELECT count(*) FROM \(table) AS j WHERE NOT EXISTS "
+                            + "(SELECT 1 FROM \(entity.table) AS e WHERE e.\"_pk\" = j.\(ownColumn))"
+                        if let n = try connection.scalarInt(sql), n > 0 {
+                            problems.append("\(entity.name).\(relationship.name): \(n) join rows for missing \(entity.name) objects")
+                        }
+                    case .inverseForeignKey:
+                        break  // checked from the side that stores the key
+                    }
+                }
+            }
+            return problems
+        }
+    }
+}

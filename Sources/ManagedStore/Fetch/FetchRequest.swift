@@ -1,0 +1,65 @@
+/// What a fetch returns.
+public enum FetchResultType: Sendable, Hashable {
+    case managedObjects
+    case managedObjectIDs
+    case count
+    /// Dictionaries of `propertiesToFetch`, read from the store (pending changes are not seen,
+    /// as with Core Data's NSDictionaryResultType).
+    case dictionaries
+}
+
+/// A description of objects to fetch [NSFetchRequest].
+public struct FetchRequest: Sendable, Hashable {
+    public var entityName: String
+    public var predicate: Predicate?
+    public var sortDescriptors: [SortDescriptor]
+    /// At most this many results; 0 means no limit.
+    public var fetchLimit: Int
+    public var fetchOffset: Int
+    public var resultType: FetchResultType
+    /// Attributes and to-one relationships for `.dictionaries`; all attributes when nil.
+    public var propertiesToFetch: [String]?
+    /// Whether this context's unsaved inserts, updates and deletes count [includesPendingChanges].
+    public var includesPendingChanges: Bool
+    /// Whether fetched objects start as faults (their row is kept and turned into values on first use).
+    public var returnsObjectsAsFaults: Bool
+
+    public init(entityName: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [],
+                fetchLimit: Int = 0, fetchOffset: Int = 0, resultType: FetchResultType = .managedObjects,
+                propertiesToFetch: [String]? = nil, includesPendingChanges: Bool = true, returnsObjectsAsFaults: Bool = true) {
+        self.entityName = entityName
+        self.predicate = predicate
+        self.sortDescriptors = sortDescriptors
+        self.fetchLimit = fetchLimit
+        self.fetchOffset = fetchOffset
+        self.resultType = resultType
+        self.propertiesToFetch = propertiesToFetch
+        self.includesPendingChanges = includesPendingChanges
+        self.returnsObjectsAsFaults = returnsObjectsAsFaults
+    }
+}
+
+/// Why a fetch request cannot run; found before any SQL is run.
+public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unknownEntity(String)
+    /// The key path does not lead to a property, or passes through a to-many relationship
+    /// (not supported yet), or continues past an attribute.
+    case unknownKeyPath(String, entity: String)
+    /// A key path the fetch cannot follow yet, with the reason.
+    case unsupportedKeyPath(String, reason: String)
+    /// The two sides of a comparison cannot be compared (a string with a number, say).
+    case incompatibleTypes(keyPath: String, detail: String)
+    case invalidRequest(String)
+    case store(StoreError)
+
+    public var description: String {
+        switch self {
+        case .unknownEntity(let name): return "unknown entity '\(name)'"
+        case let .unknownKeyPath(path, entity): return "unknown key path '\(path)' on \(entity)"
+        case let .unsupportedKeyPath(path, reason): return "key path '\(path)' is not supported: \(reason)"
+        case let .incompatibleTypes(path, detail): return "cannot compare '\(path)': \(detail)"
+        case .invalidRequest(let detail): return "invalid fetch request: \(detail)"
+        case .store(let error): return error.description
+        }
+    }
+}

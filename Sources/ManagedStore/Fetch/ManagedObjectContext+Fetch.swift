@@ -1,0 +1,215 @@
+// Running fetch requests: SQL on a reader for what is saved, merged with this context's
+// pending changes (evaluated in memory with the same semantics) when `includesPendingChanges`.
+
+/// A fetch request checked against the model, ready to run.
+struct PreparedFetch {
+    let entity: Entity
+    let predicate: CheckedPredicate?
+    let sorts: [(ResolvedKeyPath, Bool)]
+    let request: FetchRequest
+
+    /// Entities whose values decide the result: the fetched one and those its key paths read.
+    var entitiesRead: Set<Int> {
+        var result: Set<Int> = [entity.index]
+        if let predicate { result.formUnion(predicate.entitiesRead) }
+        for (keyPath, _) in sorts { result.formUnion(keyPath.entitiesRead) }
+        return result
+    }
+
+    var followsRelationships: Bool {
+        (predicate?.followsRelationships ?? false) || sorts.contains { !$0.0.steps.isEmpty }
+    }
+}
+
+extension ManagedObjectContext {
+    /// The objects matching `request`, in its order [fetch(_:)].
+    public func fetch(_ request: FetchRequest) throws(FetchError) -> [ManagedObject] {
+        assertOnQueue()
+        let prepared = try prepare(request)
+        if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
+            return try fetchIncludingPendingChanges(prepared)
+        }
+        return try fetchStoredObjects(prepared, limit: request.fetchLimit, offset: request.fetchOffset)
+    }
+
+    /// The IDs of the objects matching `request` (temporary IDs for matching unsaved inserts).
+    public func fetchObjectIDs(_ request: FetchRequest) throws(FetchError) -> [ManagedObjectID] {
+        assertOnQueue()
+        let prepared = try prepare(request)
+        if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
+            return try fetchIncludingPendingChanges(prepared).map(\.objectID)
+        }
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
+        let keys: [Int64] = try runQuery(sql, query.bindings) { statement in statement.int64(0) }
+        return keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: prepared.entity.name, key: .permanent($0)) }
+    }
+
+    /// How many objects match `request`, honouring its offset and limit [count(for:)].
+    public func count(for request: FetchRequest) throws(FetchError) -> Int {
+        assertOnQueue()
+        let prepared = try prepare(request)
+        if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
+            return try fetchIncludingPendingChanges(prepared).count
+        }
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
+        let total = Int(try runQuery(sql, query.bindings) { $0.int64(0) }.first ?? 0)
+        let afterOffset = max(0, total - request.fetchOffset)
+        return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+
+    /// Dictionaries of the chosen properties of the matching objects, read from the store.
+    public func fetchDictionaries(_ request: FetchRequest) throws(FetchError) -> [[String: PropertyValue]] {
+        assertOnQueue()
+        let prepared = try prepare(request)
+        let names = request.propertiesToFetch ?? prepared.entity.attributes.map(\.name)
+        let keyPaths = try names.map { name throws(FetchError) in try ResolvedKeyPath(name, root: prepared.entity, model: coordinator.model) }
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
+        let sql = selectSQL(prepared, columns: columns, query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
+        let model = coordinator.model, store = coordinator.storeIdentifier
+        return try runQuery(sql, query.bindings) { statement in
+            var row: [String: PropertyValue] = [:]
+            for (i, keyPath) in keyPaths.enumerated() {
+                switch keyPath.terminal {
+                case let .attribute(e, a):
+                    row[names[i]] = .attribute(statement.value(Int32(i), as: model.schema[e].attributes[a].type))
+                case let .relationship(e, r):
+                    let destination = model.schema[model.schema[e].relationships[r].destinationIndex]
+                    row[names[i]] = .object(statement.optionalInt64(Int32(i)).map {
+                        ManagedObjectID(storeIdentifier: store, entityName: destination.name, key: .permanent($0))
+                    })
+                }
+            }
+            return row
+        }
+    }
+
+    /// Runs the request as its `resultType` says.
+    public func execute(_ request: FetchRequest) throws(FetchError) -> FetchResult {
+        switch request.resultType {
+        case .managedObjects: return .objects(try fetch(request))
+        case .managedObjectIDs: return .objectIDs(try fetchObjectIDs(request))
+        case .count: return .count(try count(for: request))
+        case .dictionaries: return .dictionaries(try fetchDictionaries(request))
+        }
+    }
+
+    // MARK: Steps
+
+    func prepare(_ request: FetchRequest) throws(FetchError) -> PreparedFetch {
+        guard let entity = coordinator.model.resolvedEntity(named: request.entityName) else { throw .unknownEntity(request.entityName) }
+        guard request.fetchLimit >= 0, request.fetchOffset >= 0 else { throw .invalidRequest("fetchLimit and fetchOffset cannot be negative") }
+        let checker = PredicateChecker(model: coordinator.model, root: entity, storeIdentifier: coordinator.storeIdentifier)
+        let predicate = try request.predicate.map { p throws(FetchError) in try checker.check(p) }
+        let sorts = try request.sortDescriptors.map { sort throws(FetchError) -> (ResolvedKeyPath, Bool) in
+            let keyPath = try ResolvedKeyPath(sort.keyPath, root: entity, model: coordinator.model)
+            guard case .attribute = keyPath.terminal else {
+                throw .unsupportedKeyPath(sort.keyPath, reason: "sort by an attribute, not a relationship")
+            }
+            return (keyPath, sort.ascending)
+        }
+        return PreparedFetch(entity: entity, predicate: predicate, sorts: sorts, request: request)
+    }
+
+    /// Whether this context holds unsaved changes to objects of these entities.
+    private func hasPendingChanges(in entities: Set<Int>) -> Bool {
+        for list in [insertedList, updatedList, deletedList] where list.contains(where: { entities.contains($0.entity.index) }) {
+            return true
+        }
+        return false
+    }
+
+    private func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
+        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        let order = query.orderBy(prepared.sorts)
+        var sql = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order)"
+        if limit > 0 || offset > 0 { sql += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)" }
+        return sql
+    }
+
+    private func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+        do {
+            return try coordinator.read { connection in
+                try connection.withStatement(sql) { statement throws(StoreError) in
+                    for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
+                    var rows: [T] = []
+                    while try statement.step() { rows.append(read(statement)) }
+                    return rows
+                }
+            }
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(.sqlite(code: -1, message: "\(error)", sql: sql))
+        }
+    }
+
+    private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let entity = prepared.entity
+        let sql = selectSQL(prepared, columns: RowSQL.rowColumns(entity), query: &query, limit: limit, offset: offset)
+        let rows = try runQuery(sql, query.bindings) { RowSQL.readRow(from: $0, entity: entity) }
+        let asFaults = prepared.request.returnsObjectsAsFaults
+        return rows.map { pk, row in
+            let id = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, key: .permanent(pk))
+            if let existing = lookup(id) {
+                // A registered object keeps its state, as in Core Data; a data-less fault takes the row.
+                if existing.isFault && existing.prefetchedRow == nil { existing.prefetchedRow = row }
+                if !asFaults { existing.fireFaultIfNeeded() }
+                return existing
+            }
+            let object = ManagedObject(entity: entity, objectID: id, context: self, isFault: true)
+            object.prefetchedRow = row
+            if !asFaults { materialize(object, from: row) }
+            register(object)
+            return object
+        }
+    }
+
+    /// The stored matches, without the objects this context changed or deleted, plus every
+    /// changed or inserted object that matches in memory; sorted and cut like the SQL would be.
+    private func fetchIncludingPendingChanges(_ prepared: PreparedFetch) throws(FetchError) -> [ManagedObject] {
+        let request = prepared.request
+        let entity = prepared.entity
+        let changedHere = (updatedList + deletedList).filter { $0.entity.index == entity.index }
+        // A change to a related object can change which objects match; then every stored
+        // candidate is re-checked in memory, and no limit may be pushed down.
+        let relatedChanged = prepared.followsRelationships
+            && hasPendingChanges(in: prepared.entitiesRead.subtracting([entity.index]))
+        var limit = 0
+        if request.fetchLimit > 0 && !relatedChanged {
+            // Each changed object can push at most one stored match out of the window.
+            limit = request.fetchOffset + request.fetchLimit + changedHere.count
+        }
+        let stored = try fetchStoredObjects(prepared, limit: limit, offset: 0)
+        let evaluator = PredicateEvaluator(context: self)
+        func matches(_ object: ManagedObject) -> Bool {
+            guard !object.isDeleted, !object.isInaccessible else { return false }
+            return prepared.predicate.map { evaluator.evaluate($0, on: object) } ?? true
+        }
+        var seen = Set<ObjectIdentifier>()
+        var candidates: [ManagedObject] = []
+        for object in stored where !object.hasChanges || object.isDeleted {
+            if relatedChanged ? matches(object) : !object.isDeleted {
+                if seen.insert(ObjectIdentifier(object)).inserted { candidates.append(object) }
+            }
+        }
+        for object in insertedList + updatedList where object.entity.index == entity.index && matches(object) {
+            if seen.insert(ObjectIdentifier(object)).inserted { candidates.append(object) }
+        }
+        candidates.sort { evaluator.precedes($0, $1, sorts: prepared.sorts) }
+        let window = candidates.dropFirst(request.fetchOffset)
+        return Array(request.fetchLimit > 0 ? window.prefix(request.fetchLimit) : window)
+    }
+}
+
+/// The result of `execute(_:)`, by the request's result type.
+public enum FetchResult {
+    case objects([ManagedObject])
+    case objectIDs([ManagedObjectID])
+    case count(Int)
+    case dictionaries([[String: PropertyValue]])
+}

@@ -1,0 +1,31 @@
+/// One attribute of an entity, with its validation rules [NSAttributeDescription].
+public struct AttributeDescription: Sendable, Hashable {
+    public var name: String
+    public var type: AttributeType
+    /// Attributes are optional unless said otherwise, as in the JSON model format.
+    public var isOptional: Bool
+    /// The value a new object starts with; `.null` when none is given.
+    public var defaultValue: AttributeValue
+    /// Smallest and largest accepted value (numbers and dates).
+    public var minValue: AttributeValue?
+    public var maxValue: AttributeValue?
+    /// Bounds on a string's length in Unicode characters (grapheme clusters).
+    public var minLength: Int?
+    public var maxLength: Int?
+    /// A regular expression the whole string must match.
+    public var pattern: String?
+
+    public init(name: String, type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null,
+                minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil,
+                minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil) {
+        self.name = name
+        self.type = type
+        self.isOptional = isOptional
+        self.defaultValue = defaultValue
+        self.minValue = minValue
+        self.maxValue = maxValue
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.pattern = pattern
+    }
+}

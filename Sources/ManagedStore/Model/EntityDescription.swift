@@ -1,0 +1,25 @@
+/// One entity of a model as written by its author [NSEntityDescription].
+///
+/// A description is plain data; `ManagedObjectModel` checks a set of them and resolves their
+/// references (destinations, inverses) into the schema the store and contexts use.
+public struct EntityDescription: Sendable, Hashable {
+    public var name: String
+    public var attributes: [AttributeDescription]
+    public var relationships: [RelationshipDescription]
+    /// Each inner list is a set of attributes whose values together must be unique.
+    public var uniquenessConstraints: [[String]]
+    /// Each inner list is the attributes of one index, in order.
+    public var indexes: [[String]]
+
+    public init(name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
+                uniquenessConstraints: [[String]] = [], indexes: [[String]] = []) {
+        self.name = name
+        self.attributes = attributes
+        self.relationships = relationships
+        self.uniquenessConstraints = uniquenessConstraints
+        self.indexes = indexes
+    }
+
+    public func attribute(named name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
+    public func relationship(named name: String) -> RelationshipDescription? { relationships.first { $0.name == name } }
+}

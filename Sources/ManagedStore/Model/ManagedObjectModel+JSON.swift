@@ -1,0 +1,189 @@
+import Foundation
+
+// The JSON model format of the API contract, read and written.
+
+extension ManagedObjectModel {
+    /// Loads a model from the JSON model format; every problem is reported in one `ModelError`.
+    public convenience init(jsonData: some Collection<UInt8>) throws(ModelError) {
+        let json: JSONValue
+        do { json = try JSONParser().parse(jsonData) } catch {
+            throw ModelError([ModelProblem(message: "model file is not valid JSON: \(error)")])
+        }
+        try self.init(json: json)
+    }
+
+    public convenience init(json: JSONValue) throws(ModelError) {
+        var reader = ModelJSONReader()
+        let (name, version, entities) = reader.read(json)
+        guard reader.problems.isEmpty else { throw ModelError(reader.problems) }
+        try self.init(name: name, version: version, entities: entities)
+    }
+
+    /// The model in its JSON format, as `GET /v1/model` returns it.
+    public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: entities) }
+
+    static func jsonValue(name: String, version: Int, entities: [EntityDescription]) -> JSONValue {
+        .object([
+            ("name", .string(name)),
+            ("version", .number(String(version))),
+            ("entities", .array(entities.map(json(for:)))),
+        ])
+    }
+
+    private static func json(for entity: EntityDescription) -> JSONValue {
+        var members: [(String, JSONValue)] = [("name", .string(entity.name))]
+        members.append(("attributes", .array(entity.attributes.map { a in
+            var m: [(String, JSONValue)] = [("name", .string(a.name)), ("type", .string(a.type.rawValue)),
+                                            ("optional", .bool(a.isOptional))]
+            if !a.defaultValue.isNull { m.append(("default", a.defaultValue.jsonValue)) }
+            if let v = a.minValue { m.append(("min", v.jsonValue)) }
+            if let v = a.maxValue { m.append(("max", v.jsonValue)) }
+            if let v = a.minLength { m.append(("minLength", .number(String(v)))) }
+            if let v = a.maxLength { m.append(("maxLength", .number(String(v)))) }
+            if let v = a.pattern { m.append(("pattern", .string(v))) }
+            return .object(m)
+        })))
+        members.append(("relationships", .array(entity.relationships.map { r in
+            var m: [(String, JSONValue)] = [("name", .string(r.name)), ("destination", .string(r.destination)),
+                                            ("toMany", .bool(r.isToMany)), ("inverse", .string(r.inverse)),
+                                            ("deleteRule", .string(r.deleteRule.rawValue))]
+            if !r.isOptional { m.append(("optional", .bool(false))) }
+            return .object(m)
+        })))
+        let lists = { (l: [[String]]) in JSONValue.array(l.map { .array($0.map(JSONValue.string)) }) }
+        members.append(("uniquenessConstraints", lists(entity.uniquenessConstraints)))
+        members.append(("indexes", lists(entity.indexes)))
+        return .object(members)
+    }
+}
+
+/// Reads the JSON model format, collecting every problem instead of stopping at the first.
+private struct ModelJSONReader {
+    var problems: [ModelProblem] = []
+
+    mutating func problem(_ entity: String?, _ property: String?, _ message: String) {
+        problems.append(ModelProblem(entity: entity, property: property, message: message))
+    }
+
+    mutating func read(_ json: JSONValue) -> (String, Int, [EntityDescription]) {
+        guard json.objectMembers != nil else {
+            problem(nil, nil, "a model is a JSON object with \"name\" and \"entities\"")
+            return ("", 1, [])
+        }
+        unknownKeys(json, allowed: ["name", "version", "entities"], entity: nil, property: nil)
+        let name = json["name"]?.stringValue ?? ""
+        if name.isEmpty { problem(nil, nil, "\"name\" must be a non-empty string") }
+        var version = 1
+        if let v = json["version"] {
+            if let n = v.int64Value, let i = Int(exactly: n) { version = i } else { problem(nil, nil, "\"version\" must be an integer") }
+        }
+        guard let entities = json["entities"]?.arrayValue else {
+            problem(nil, nil, "\"entities\" must be an array")
+            return (name, version, [])
+        }
+        return (name, version, entities.enumerated().compactMap { readEntity($1, position: $0) })
+    }
+
+    mutating func unknownKeys(_ json: JSONValue, allowed: Set<String>, entity: String?, property: String?) {
+        for (key, _) in json.objectMembers ?? [] where !allowed.contains(key) {
+            problem(entity, property, "unknown key \"\(key)\"")
+        }
+    }
+
+    mutating func readEntity(_ json: JSONValue, position: Int) -> EntityDescription? {
+        guard let name = json["name"]?.stringValue else {
+            problem(nil, nil, "entity #\(position + 1) has no \"name\" string")
+            return nil
+        }
+        unknownKeys(json, allowed: ["name", "attributes", "relationships", "uniquenessConstraints", "indexes"], entity: name, property: nil)
+        let attributes = (json["attributes"]?.arrayValue ?? []).compactMap { readAttribute($0, entity: name) }
+        let relationships = (json["relationships"]?.arrayValue ?? []).compactMap { readRelationship($0, entity: name) }
+        return EntityDescription(name: name, attributes: attributes, relationships: relationships,
+                                 uniquenessConstraints: readLists(json["uniquenessConstraints"], entity: name, key: "uniquenessConstraints"),
+                                 indexes: readLists(json["indexes"], entity: name, key: "indexes"))
+    }
+
+    mutating func readLists(_ json: JSONValue?, entity: String, key: String) -> [[String]] {
+        guard let json else { return [] }
+        guard let lists = json.arrayValue?.map({ $0.arrayValue?.compactMap(\.stringValue) }),
+              lists.allSatisfy({ $0 != nil }) else {
+            problem(entity, nil, "\"\(key)\" must be an array of arrays of property names")
+            return []
+        }
+        return lists.map { $0! }
+    }
+
+    mutating func readAttribute(_ json: JSONValue, entity: String) -> AttributeDescription? {
+        guard let name = json["name"]?.stringValue else {
+            problem(entity, nil, "an attribute has no \"name\" string")
+            return nil
+        }
+        unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern"],
+                    entity: entity, property: name)
+        guard let typeName = json["type"]?.stringValue else {
+            problem(entity, name, "missing \"type\"")
+            return nil
+        }
+        guard let type = AttributeType(rawValue: typeName) else {
+            problem(entity, name, "unknown type \"\(typeName)\" (one of \(AttributeType.allCases.map(\.rawValue).joined(separator: ", ")))")
+            return nil
+        }
+        var attribute = AttributeDescription(name: name, type: type)
+        if let optional = json["optional"] {
+            if let b = optional.boolValue { attribute.isOptional = b } else { problem(entity, name, "\"optional\" must be true or false") }
+        }
+        func value(_ key: String) -> AttributeValue? {
+            guard let v = json[key] else { return nil }
+            do { return try AttributeValue(json: v, type: type) } catch {
+                problem(entity, name, "\"\(key)\": \(error)")
+                return nil
+            }
+        }
+        attribute.defaultValue = value("default") ?? .null
+        attribute.minValue = value("min")
+        attribute.maxValue = value("max")
+        func length(_ key: String) -> Int? {
+            guard let v = json[key] else { return nil }
+            guard let n = v.int64Value, let i = Int(exactly: n), i >= 0 else {
+                problem(entity, name, "\"\(key)\" must be a non-negative integer")
+                return nil
+            }
+            return i
+        }
+        attribute.minLength = length("minLength")
+        attribute.maxLength = length("maxLength")
+        if let p = json["pattern"] {
+            if let s = p.stringValue { attribute.pattern = s } else { problem(entity, name, "\"pattern\" must be a string") }
+        }
+        return attribute
+    }
+
+    mutating func readRelationship(_ json: JSONValue, entity: String) -> RelationshipDescription? {
+        guard let name = json["name"]?.stringValue else {
+            problem(entity, nil, "a relationship has no \"name\" string")
+            return nil
+        }
+        unknownKeys(json, allowed: ["name", "destination", "inverse", "toMany", "deleteRule", "optional"], entity: entity, property: name)
+        guard let destination = json["destination"]?.stringValue else {
+            problem(entity, name, "missing \"destination\"")
+            return nil
+        }
+        guard let inverse = json["inverse"]?.stringValue else {
+            problem(entity, name, "missing \"inverse\": every relationship names its inverse")
+            return nil
+        }
+        var rel = RelationshipDescription(name: name, destination: destination, inverse: inverse)
+        if let v = json["toMany"] {
+            if let b = v.boolValue { rel.isToMany = b } else { problem(entity, name, "\"toMany\" must be true or false") }
+        }
+        if let v = json["optional"] {
+            if let b = v.boolValue { rel.isOptional = b } else { problem(entity, name, "\"optional\" must be true or false") }
+        }
+        if let v = json["deleteRule"] {
+            if let s = v.stringValue, let rule = DeleteRule(rawValue: s) { rel.deleteRule = rule } else {
+                problem(entity, name, "\"deleteRule\" must be one of nullify, cascade, deny, noAction")
+            }
+        }
+        return rel
+    }
+}

@@ -1,0 +1,87 @@
+// The resolved form of a model: what contexts and the SQLite store work with.
+//
+// Descriptions name things by string; here every reference is an index, checked once when the
+// model is built, so no hot path looks up a destination or an inverse by name.
+
+/// Where a relationship's links are stored.
+enum RelationshipStorage: Sendable, Hashable {
+    /// This entity's row holds the destination's primary key in `column`.
+    case foreignKey(column: String)
+    /// The destination's row holds this object's primary key in `column` (the inverse is a
+    /// to-one that owns the foreign key).
+    case inverseForeignKey(column: String)
+    /// Many-to-many: one row per link in `table`, this side's key in `ownColumn`.
+    case joinTable(table: String, ownColumn: String, otherColumn: String)
+}
+
+/// A relationship with its destination and inverse resolved to indexes.
+struct Relationship: Sendable {
+    let index: Int
+    let description: RelationshipDescription
+    let destinationIndex: Int
+    let inverseIndex: Int
+    let storage: RelationshipStorage
+
+    var name: String { description.name }
+    var isToMany: Bool { description.isToMany }
+}
+
+/// A property of an entity, found by name.
+enum PropertyRef: Sendable, Hashable {
+    case attribute(Int)
+    case relationship(Int)
+}
+
+/// An entity with everything resolved; shared, immutable, so it is Sendable.
+final class Entity: Sendable {
+    let index: Int
+    let name: String
+    let attributes: [AttributeDescription]
+    let relationships: [Relationship]
+    let propertyByName: [String: PropertyRef]
+    /// Attribute indexes of each uniqueness constraint.
+    let uniquenessConstraints: [[Int]]
+    let indexes: [[String]]
+    /// The default value of each attribute, the starting state of an inserted object.
+    let defaultAttributes: [AttributeValue]
+    /// Relationships whose key is stored in this entity's row, in relationship order.
+    let foreignKeyRelationships: [Int]
+
+    init(index: Int, description: EntityDescription, relationships: [Relationship]) {
+        self.index = index
+        self.name = description.name
+        self.attributes = description.attributes
+        self.relationships = relationships
+        var byName: [String: PropertyRef] = [:]
+        for (i, a) in description.attributes.enumerated() { byName[a.name] = .attribute(i) }
+        for (i, r) in description.relationships.enumerated() { byName[r.name] = .relationship(i) }
+        self.propertyByName = byName
+        self.uniquenessConstraints = description.uniquenessConstraints.map { names in
+            names.compactMap { name in description.attributes.firstIndex { $0.name == name } }
+        }
+        self.indexes = description.indexes
+        self.defaultAttributes = description.attributes.map(\.defaultValue)
+        self.foreignKeyRelationships = relationships.filter {
+            if case .foreignKey = $0.storage { return true } else { return false }
+        }.map(\.index)
+    }
+
+    /// The quoted table name.
+    var table: String { quoteIdentifier(name) }
+
+    func attributeIndex(_ name: String) -> Int? {
+        if case .attribute(let i)? = propertyByName[name] { return i }
+        return nil
+    }
+
+    func relationshipIndex(_ name: String) -> Int? {
+        if case .relationship(let i)? = propertyByName[name] { return i }
+        return nil
+    }
+}
+
+/// Quotes an SQL identifier. Model names are checked to be plain identifiers, so this never
+/// has to escape anything; it still doubles quotes so that it is safe on its own.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,62 @@
+/// Everything one save writes, as plain values: what a context hands the store.
+///
+/// IDs may be temporary; the writer gives each inserted object its primary key and maps every
+/// reference to a temporary ID onto it.
+struct ChangeSet: Sendable {
+    struct Insert: Sendable {
+        let id: ManagedObjectID
+        let entity: Entity
+        let attributes: [AttributeValue]
+        /// Aligned with `entity.foreignKeyRelationships`.
+        let foreignKeys: [ManagedObjectID?]
+    }
+
+    struct Update: Sendable {
+        let id: ManagedObjectID
+        let entity: Entity
+        /// The version the context read; the store must still hold it.
+        let baseVersion: Int64
+        /// Every attribute's current value, and which of them changed.
+        let attributes: [AttributeValue]
+        let changedAttributes: [Int]
+        /// Every stored to-one key's current target (aligned with `entity.foreignKeyRelationships`)
+        /// and the positions that changed.
+        let foreignKeys: [ManagedObjectID?]
+        let changedForeignKeys: [Int]
+    }
+
+    struct Delete: Sendable {
+        let id: ManagedObjectID
+        let entity: Entity
+        let baseVersion: Int64
+    }
+
+    /// One row of a many-to-many join table: `a` and `b` are the objects in its two columns.
+    struct Link: Sendable, Hashable {
+        let table: String
+        let a: ManagedObjectID
+        let b: ManagedObjectID
+        /// The relationship's name, for error messages.
+        let relationship: String
+
+        static func == (l: Link, r: Link) -> Bool { l.table == r.table && l.a == r.a && l.b == r.b }
+        func hash(into hasher: inout Hasher) { hasher.combine(table); hasher.combine(a); hasher.combine(b) }
+    }
+
+    var inserts: [Insert] = []
+    var updates: [Update] = []
+    var deletes: [Delete] = []
+    var addedLinks: Set<Link> = []
+    var removedLinks: Set<Link> = []
+
+    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && addedLinks.isEmpty && removedLinks.isEmpty }
+}
+
+/// Why the store refused a change set; the transaction was rolled back.
+enum ChangeSetRejection: Error {
+    /// Objects whose stored version is not the base version (row nil: deleted in the store),
+    /// and uniqueness violations: all of them, so a client sees every conflict at once.
+    case conflicts(versions: [(id: ManagedObjectID, row: StoredRow?)], constraints: [ConstraintConflict])
+    /// References to objects that do not exist (or are deleted by this same save).
+    case invalidReferences([(owner: ManagedObjectID, relationship: String, target: ManagedObjectID)])
+}

@@ -1,0 +1,247 @@
+import Foundation
+
+/// Writes one change set inside the writer's open transaction, after checking everything that
+/// can only be checked against the store: versions (optimistic locking), that referenced
+/// objects exist, and uniqueness constraints. Any refusal throws and the caller rolls back,
+/// so a refused save writes nothing.
+struct ChangeSetWriter {
+    let connection: SQLiteConnection
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+
+    /// Writes `changes`; returns the permanent ID given to each temporary ID.
+    func write(_ changes: ChangeSet) throws -> [ManagedObjectID: ManagedObjectID] {
+        let versionConflicts = try checkVersions(changes)
+        let permanentIDs = try assignPrimaryKeys(changes.inserts.filter { $0.id.isTemporaryID })
+        func resolve(_ id: ManagedObjectID) -> ManagedObjectID { permanentIDs[id] ?? id }
+        let constraintConflicts = try checkUniqueness(changes)
+        if !versionConflicts.isEmpty || !constraintConflicts.isEmpty {
+            throw ChangeSetRejection.conflicts(versions: versionConflicts, constraints: constraintConflicts)
+        }
+        try checkReferences(changes, resolve: resolve)
+        try writeDeletes(changes.deletes)
+        try writeUpdates(changes.updates, resolve: resolve)
+        try writeInserts(changes.inserts, resolve: resolve)
+        try writeLinks(changes, resolve: resolve)
+        return permanentIDs
+    }
+
+    // MARK: Checks
+
+    private func checkVersions(_ changes: ChangeSet) throws -> [(id: ManagedObjectID, row: StoredRow?)] {
+        var conflicts: [(id: ManagedObjectID, row: StoredRow?)] = []
+        let based = changes.updates.map { ($0.id, $0.entity, $0.baseVersion) } + changes.deletes.map { ($0.id, $0.entity, $0.baseVersion) }
+        for (id, entity, baseVersion) in based {
+            guard let pk = id.primaryKey else { continue }
+            let stored = try connection.scalarInt("SELECT \"_version\" FROM \(entity.table) WHERE \"_pk\" = ?", [.integer(pk)])
+            if stored != baseVersion {
+                conflicts.append((id, stored == nil ? nil : try RowSQL.loadRow(connection, entity: entity, pk: pk)))
+            }
+        }
+        return conflicts
+    }
+
+    /// Hands out the next primary keys of each entity from `_sequence`, in insertion order.
+    private func assignPrimaryKeys(_ inserts: [ChangeSet.Insert]) throws -> [ManagedObjectID: ManagedObjectID] {
+        var byEntity: [Int: [ManagedObjectID]] = [:]
+        var order: [Int] = []
+        for insert in inserts {
+            if byEntity[insert.entity.index] == nil { order.append(insert.entity.index) }
+            byEntity[insert.entity.index, default: []].append(insert.id)
+        }
+        var result: [ManagedObjectID: ManagedObjectID] = [:]
+        result.reserveCapacity(inserts.count)
+        for entityIndex in order {
+            let ids = byEntity[entityIndex]!
+            let entity = model.schema[entityIndex]
+            var next = try Self.allocatePrimaryKeys(connection, entity: entity, count: ids.count)
+            for id in ids {
+                result[id] = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(next))
+                next += 1
+            }
+        }
+        return result
+    }
+
+    /// Reserves `count` primary keys for `entity` and returns the first. Keys are never reused.
+    static func allocatePrimaryKeys(_ connection: SQLiteConnection, entity: Entity, count: Int) throws(StoreError) -> Int64 {
+        let name = AttributeValue.string(entity.name)
+        let last = try connection.scalarInt("SELECT \"max\" FROM \"_sequence\" WHERE \"entity\" = ?", [name]) ?? 0
+        try connection.withStatement("INSERT OR REPLACE INTO \"_sequence\" (\"entity\", \"max\") VALUES (?, ?)") { s throws(StoreError) in
+            s.bind(name, at: 1)
+            s.bind(last + Int64(count), at: 2)
+            try s.execute()
+        }
+        return last + 1
+    }
+
+    private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        let deleted = Set(changes.deletes.map(\.id))
+        let inserted = Set(changes.inserts.map { resolve($0.id) })
+        var known: [ManagedObjectID: Bool] = [:]
+        var invalid: [(owner: ManagedObjectID, relationship: String, target: ManagedObjectID)] = []
+        func check(_ owner: ManagedObjectID, _ relationship: String, _ target: ManagedObjectID) throws {
+            let target = resolve(target)
+            if inserted.contains(target) { return }
+            var ok = false
+            if !deleted.contains(target), let pk = target.primaryKey, let entity = model.resolvedEntity(named: target.entityName) {
+                if let cached = known[target] { ok = cached } else {
+                    ok = try RowSQL.exists(connection, entity: entity, pk: pk)
+                    known[target] = ok
+                }
+            }
+            if !ok { invalid.append((owner, relationship, target)) }
+        }
+        for insert in changes.inserts {
+            for (position, target) in insert.foreignKeys.enumerated() {
+                guard let target else { continue }
+                try check(insert.id, insert.entity.relationships[insert.entity.foreignKeyRelationships[position]].name, target)
+            }
+        }
+        for update in changes.updates {
+            for position in update.changedForeignKeys {
+                guard let target = update.foreignKeys[position] else { continue }
+                try check(update.id, update.entity.relationships[update.entity.foreignKeyRelationships[position]].name, target)
+            }
+        }
+        for link in changes.addedLinks {
+            try check(link.a, link.relationship, link.b)
+            try check(link.b, link.relationship, link.a)
+        }
+        if !invalid.isEmpty { throw ChangeSetRejection.invalidReferences(invalid) }
+    }
+
+    private struct UniqueKey: Hashable {
+        let entity: Int
+        let constraint: Int
+        let values: [AttributeValue]
+    }
+
+    /// Every uniqueness constraint of every inserted or updated object, against the store and
+    /// against the other objects of this save. A null in a constraint's values never conflicts,
+    /// as in SQL.
+    private func checkUniqueness(_ changes: ChangeSet) throws -> [ConstraintConflict] {
+        var groups: [UniqueKey: [ManagedObjectID]] = [:]
+        var order: [UniqueKey] = []
+        var leaving: Set<Int64> = Set(changes.deletes.compactMap(\.id.primaryKey))
+        func add(_ id: ManagedObjectID, _ entity: Entity, _ attributes: [AttributeValue]) {
+            for (c, constraint) in entity.uniquenessConstraints.enumerated() {
+                let values = constraint.map { attributes[$0] }
+                if values.contains(where: \.isNull) { continue }
+                let key = UniqueKey(entity: entity.index, constraint: c, values: values)
+                if groups[key] == nil { order.append(key) }
+                groups[key, default: []].append(id)
+            }
+        }
+        for insert in changes.inserts where !insert.entity.uniquenessConstraints.isEmpty {
+            add(insert.id, insert.entity, insert.attributes)
+        }
+        for update in changes.updates where !update.entity.uniquenessConstraints.isEmpty {
+            add(update.id, update.entity, update.attributes)
+            // Its stored values are replaced by this save, so they must not count against it.
+            if let pk = update.id.primaryKey { leaving.insert(pk) }
+        }
+        var conflicts: [ConstraintConflict] = []
+        for key in order {
+            let entity = model.schema[key.entity]
+            let constraint = entity.uniquenessConstraints[key.constraint]
+            let condition = constraint.map { "\(quoteIdentifier(entity.attributes[$0].name)) = ?" }.joined(separator: " AND ")
+            let stored: [Int64] = try connection.withStatement("SELECT \"_pk\" FROM \(entity.table) WHERE \(condition)") { s throws(StoreError) in
+                for (i, value) in key.values.enumerated() { s.bind(value, at: Int32(i + 1)) }
+                var pks: [Int64] = []
+                while try s.step() { pks.append(s.int64(0)) }
+                return pks
+            }.filter { !leaving.contains($0) }
+            let members = groups[key]!
+            if members.count > 1 || !stored.isEmpty {
+                var values: [String: AttributeValue] = [:]
+                for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = key.values[i] }
+                conflicts.append(ConstraintConflict(
+                    entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
+                    conflictingObjects: stored.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent($0)) },
+                    objects: members))
+            }
+        }
+        return conflicts
+    }
+
+    // MARK: Writing
+
+    private func writeDeletes(_ deletes: [ChangeSet.Delete]) throws {
+        for delete in deletes {
+            guard let pk = delete.id.primaryKey else { continue }
+            try connection.withStatement("DELETE FROM \(delete.entity.table) WHERE \"_pk\" = ?") { s throws(StoreError) in
+                s.bind(pk, at: 1)
+                try s.execute()
+            }
+            // The links of a deleted object go with it, whatever the delete rule.
+            for relationship in delete.entity.relationships {
+                guard case let .joinTable(table, ownColumn, _) = relationship.storage else { continue }
+                try connection.withStatement("DELETE FROM \(table) WHERE \(ownColumn) = ?") { s throws(StoreError) in
+                    s.bind(pk, at: 1)
+                    try s.execute()
+                }
+            }
+        }
+    }
+
+    private func writeUpdates(_ updates: [ChangeSet.Update], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        for update in updates {
+            guard let pk = update.id.primaryKey else { continue }
+            let entity = update.entity
+            var assignments = update.changedAttributes.map { "\(quoteIdentifier(entity.attributes[$0].name)) = ?" }
+            assignments += update.changedForeignKeys.map {
+                "\(quoteIdentifier(entity.relationships[entity.foreignKeyRelationships[$0]].name)) = ?"
+            }
+            assignments.append("\"_version\" = \"_version\" + 1")
+            let sql = "UPDATE \(entity.table) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
+            try connection.withStatement(sql) { s throws(StoreError) in
+                var index: Int32 = 1
+                for a in update.changedAttributes { s.bind(update.attributes[a], at: index); index += 1 }
+                for f in update.changedForeignKeys { s.bind(update.foreignKeys[f].flatMap { resolve($0).primaryKey }, at: index); index += 1 }
+                s.bind(pk, at: index)
+                try s.execute()
+            }
+        }
+    }
+
+    private func writeInserts(_ inserts: [ChangeSet.Insert], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        var statements: [Int: SQLiteStatement] = [:]
+        for insert in inserts {
+            let entity = insert.entity
+            let statement: SQLiteStatement
+            if let cached = statements[entity.index] { statement = cached } else {
+                let columns = ["\"_pk\"", "\"_version\""] + entity.attributes.map { quoteIdentifier($0.name) }
+                    + entity.foreignKeyRelationships.map { quoteIdentifier(entity.relationships[$0].name) }
+                let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+                statement = try connection.cachedStatement(
+                    "INSERT INTO \(entity.table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))")
+                statements[entity.index] = statement
+            }
+            defer { statement.reset() }
+            statement.bind(resolve(insert.id).primaryKey, at: 1)
+            statement.bind(1, at: 2)
+            var index: Int32 = 3
+            for value in insert.attributes { statement.bind(value, at: index); index += 1 }
+            for target in insert.foreignKeys { statement.bind(target.flatMap { resolve($0).primaryKey }, at: index); index += 1 }
+            while try statement.step() {}
+        }
+    }
+
+    private func writeLinks(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        for link in changes.removedLinks {
+            guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
+            try connection.withStatement("DELETE FROM \(link.table) WHERE \"a\" = ? AND \"b\" = ?") { s throws(StoreError) in
+                s.bind(a, at: 1); s.bind(b, at: 2)
+                try s.execute()
+            }
+        }
+        for link in changes.addedLinks {
+            guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
+            try connection.withStatement("INSERT OR IGNORE INTO \(link.table) (\"a\", \"b\") VALUES (?, ?)") { s throws(StoreError) in
+                s.bind(a, at: 1); s.bind(b, at: 2)
+                try s.execute()
+            }
+        }
+    }
+}

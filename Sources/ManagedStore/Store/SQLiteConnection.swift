@@ -1,0 +1,96 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection with its prepared-statement cache.
+///
+/// Not thread-safe and not Sendable: each connection belongs to one owner at a time
+/// (`SerializedConnection` for the writer, `ReaderPool` for readers), which is what lets
+/// SQLite run in multi-thread mode (`SQLITE_OPEN_NOMUTEX`) without its own locks.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    let path: String
+    private var statementCache: [String: SQLiteStatement] = [:]
+
+    init(path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) throws(StoreError) {
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw .cannotOpen(path: path, message: message)
+        }
+        self.handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, 10_000)
+        SQLFunctions.register(on: db)
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    func error(_ code: Int32, sql: String?) -> StoreError {
+        .sqlite(code: code, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+
+    /// Runs one or more statements with no parameters and no results (DDL, pragmas).
+    func execute(_ sql: String) throws(StoreError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw .sqlite(code: rc, message: text, sql: sql)
+        }
+    }
+
+    /// The cached prepared statement for `sql`, reset and ready to bind.
+    func cachedStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let statement = statementCache[sql] { return statement }
+        let statement = try SQLiteStatement(connection: self, sql: sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` with the cached statement for `sql`, resetting it afterwards even on error.
+    func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
+        let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
+    /// The single integer a query returns, or nil when it returns no row.
+    func scalarInt(_ sql: String, _ arguments: [AttributeValue] = []) throws(StoreError) -> Int64? {
+        try withStatement(sql) { statement throws(StoreError) in
+            for (i, argument) in arguments.enumerated() { statement.bind(argument, at: Int32(i + 1)) }
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
+    }
+
+    var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so the write lock is taken up front
+    /// and a busy store is waited for at BEGIN, never half way). Rolls back on any error.
+    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            if isInTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Runs `body` in a read transaction: every statement inside sees the same snapshot.
+    func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        if isInTransaction { return try body() }
+        try execute("BEGIN DEFERRED")
+        defer { if isInTransaction { try? execute("COMMIT") } }
+        return try body()
+    }
+}

@@ -1,0 +1,19 @@
+import Foundation
+
+/// A connection that one thread at a time may use: the store's single writer.
+///
+/// `@unchecked Sendable` because the connection is only reached inside `withConnection`,
+/// which holds `lock` for the whole call; nothing else keeps a reference to it.
+final class SerializedConnection: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let lock = NSLock()
+
+    init(_ connection: SQLiteConnection) { self.connection = connection }
+
+    /// Runs `body` with exclusive use of the connection, waiting for any other user to finish.
+    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(connection)
+    }
+}

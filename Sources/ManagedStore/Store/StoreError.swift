@@ -1,0 +1,25 @@
+/// An error from the persistent store: opening it, or SQLite failing underneath.
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// SQLite reported `code` (its extended result code) with `message`.
+    case sqlite(code: Int32, message: String, sql: String?)
+    /// The file could not be opened as a database.
+    case cannotOpen(path: String, message: String)
+    /// The store was created from another model (migration is not supported yet).
+    case modelMismatch(storeModel: String, storeHash: String, modelHash: String)
+    /// The file is an SQLite database, but not one that ManagedStore created.
+    case notAManagedStore(path: String)
+
+    public var description: String {
+        switch self {
+        case let .sqlite(code, message, sql):
+            return "SQLite error \(code): \(message)" + (sql.map { " (in: \($0.prefix(200)))" } ?? "")
+        case let .cannotOpen(path, message):
+            return "cannot open store at \(path): \(message)"
+        case let .modelMismatch(storeModel, storeHash, modelHash):
+            return "the store was created with another model (\(storeModel), hash \(storeHash)); "
+                + "this model's hash is \(modelHash). Use the model the store was made with, or a new store file."
+        case let .notAManagedStore(path):
+            return "\(path) is an SQLite database that ManagedStore did not create"
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/// One entity row as the store holds it: version, attribute values and stored to-one keys.
+struct StoredRow: Sendable {
+    var version: Int64
+    /// Indexed like `Entity.attributes`.
+    var attributes: [AttributeValue]
+    /// Indexed like `Entity.foreignKeyRelationships`: the destination's primary key or nil.
+    var foreignKeys: [Int64?]
+}
+
+/// SQL that reads rows and relationship keys; shared by fetches, faults and saves.
+enum RowSQL {
+    /// The column list of a full row, read by `readRow(from:entity:startingAt:)`.
+    static func rowColumns(_ entity: Entity, alias: String = "t0") -> String {
+        var columns = ["\(alias).\"_pk\"", "\(alias).\"_version\""]
+        columns += entity.attributes.map { "\(alias).\(quoteIdentifier($0.name))" }
+        columns += entity.foreignKeyRelationships.map { "\(alias).\(quoteIdentifier(entity.relationships[$0].name))" }
+        return columns.joined(separator: ", ")
+    }
+
+    /// Reads the columns of `rowColumns` starting at column `start`; returns the primary key and the row.
+    static func readRow(from statement: SQLiteStatement, entity: Entity, startingAt start: Int32 = 0) -> (Int64, StoredRow) {
+        let pk = statement.int64(start)
+        let version = statement.int64(start + 1)
+        var column = start + 2
+        var attributes: [AttributeValue] = []
+        attributes.reserveCapacity(entity.attributes.count)
+        for attribute in entity.attributes {
+            attributes.append(statement.value(column, as: attribute.type))
+            column += 1
+        }
+        var keys: [Int64?] = []
+        keys.reserveCapacity(entity.foreignKeyRelationships.count)
+        for _ in entity.foreignKeyRelationships {
+            keys.append(statement.optionalInt64(column))
+            column += 1
+        }
+        return (pk, StoredRow(version: version, attributes: attributes, foreignKeys: keys))
+    }
+
+    /// The row with primary key `pk`, or nil when there is none.
+    static func loadRow(_ connection: SQLiteConnection, entity: Entity, pk: Int64) throws(StoreError) -> StoredRow? {
+        let sql = "SELECT \(rowColumns(entity)) FROM \(entity.table) AS t0 WHERE t0.\"_pk\" = ?"
+        return try connection.withStatement(sql) { statement throws(StoreError) in
+            statement.bind(pk, at: 1)
+            return try statement.step() ? readRow(from: statement, entity: entity).1 : nil
+        }
+    }
+
+    /// Primary keys of the destinations of `relationship` for the object `pk`, ascending.
+    /// (For a relationship stored as this row's foreign key, read the row instead.)
+    static func relatedKeys(_ connection: SQLiteConnection, model: ManagedObjectModel, entity: Entity,
+                            relationship: Relationship, pk: Int64) throws(StoreError) -> [Int64] {
+        let destination = model.schema[relationship.destinationIndex]
+        let sql: String
+        switch relationship.storage {
+        case .foreignKey(let column):
+            sql = "SELECT \(column) FROM \(entity.table) WHERE \"_pk\" = ? AND \(column) IS NOT NULL"
+        case .inverseForeignKey(let column):
+            sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(column) = ? ORDER BY \"_pk\""
+        case let .joinTable(table, ownColumn, otherColumn):
+            sql = "SELECT \(otherColumn) FROM \(table) WHERE \(ownColumn) = ? ORDER BY \(otherColumn)"
+        }
+        return try connection.withStatement(sql) { statement throws(StoreError) in
+            statement.bind(pk, at: 1)
+            var keys: [Int64] = []
+            while try statement.step() { keys.append(statement.int64(0)) }
+            return keys
+        }
+    }
+
+    static func exists(_ connection: SQLiteConnection, entity: Entity, pk: Int64) throws(StoreError) -> Bool {
+        try connection.scalarInt("SELECT 1 FROM \(entity.table) WHERE \"_pk\" = ?", [.integer(pk)]) != nil
+    }
+}

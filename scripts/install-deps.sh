@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what building and testing ManagedStore needs on a fresh Debian machine, and does
+# nothing (quickly) when it is already there. Used by `make run`, `make test` and CI.
+set -euo pipefail
+
+need=()
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+if command -v pkg-config >/dev/null 2>&1; then
+    pkg-config --exists sqlite3 || need+=(libsqlite3-dev)
+    pkg-config --exists libmicrohttpd || need+=(libmicrohttpd-dev)
+else
+    need+=(libsqlite3-dev libmicrohttpd-dev)
+fi
+for extra in "$@"; do
+    command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
+done
+
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "installing: ${need[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || { echo "need root (or sudo) to install: ${need[*]}" >&2; exit 1; }
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
