@@ -94,7 +94,7 @@ struct DemoCommand: AsyncParsableCommand {
             let total = try reader.count(for: FetchRequest(entityName: "Task"))
             let urgentOpen = try reader.count(for: FetchRequest(entityName: "Task", predicate: .key("done") == false && .key("priority") >= 4))
             let sample = try reader.fetch(FetchRequest(entityName: "Task", predicate: .key("project.name") != nil,
-                                                        sortDescriptors: [SortDescriptor("priority", ascending: false), SortDescriptor("title")],
+                                                        sortDescriptors: [ObjectSortDescriptor("priority", ascending: false), ObjectSortDescriptor("title")],
                                                         fetchLimit: 3))
             let lines = sample.map { task in
                 "  \(task.objectID)  \(task.value("title", as: String.self) ?? "")  priority \(task.value("priority", as: Int64.self) ?? 0)  "

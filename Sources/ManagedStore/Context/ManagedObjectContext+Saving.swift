@@ -15,7 +15,8 @@ extension ManagedObjectContext {
         var validator = ObjectValidator(context: self)
         var errors: [ValidationError] = []
         for object in insertedList { errors += validator.validateForSave(object) }
-        for object in updatedList where !object.isFault { errors += validator.validateForSave(object) }
+        // An object whose row vanished is not validated: the store reports it as a conflict.
+        for object in updatedList where !object.isFault && !object.isInaccessible { errors += validator.validateForSave(object) }
         for object in deletedList { errors += validator.validateForDelete(object) }
         guard errors.isEmpty else { throw .validation(errors) }
 
@@ -227,7 +228,7 @@ extension ManagedObjectContext {
             guard let object = registered[temporary]?.object else { continue }
             registered[temporary] = nil
             object.objectID = permanent
-            registered[permanent] = WeakObject(object)
+            registered[permanent] = Registration(object, retained: true)
             permanentIDForTemporary[temporary] = permanent
         }
         func remap(_ state: RelationshipState) -> RelationshipState {

@@ -13,6 +13,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public let coordinator: PersistentStoreCoordinator
     public let name: String
     /// How a save treats a conflict with changes saved elsewhere since this context read them.
+    /// Whether the context keeps every object it registered until `reset()` (true, the
+    /// default), or only those with unsaved changes [retainsRegisteredObjects]. Set it to false
+    /// for a long-lived reading context that should not grow.
+    public var retainsRegisteredObjects: Bool {
+        get { assertOnQueue(); return _retainsRegisteredObjects }
+        set { assertOnQueue(); _retainsRegisteredObjects = newValue }
+    }
+    private var _retainsRegisteredObjects = true
+
     public var mergePolicy: MergePolicy {
         get { assertOnQueue(); return _mergePolicy }
         set { assertOnQueue(); _mergePolicy = newValue }
@@ -21,9 +30,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     let queue: DispatchQueue
     private var _mergePolicy: MergePolicy = .error
 
-    /// Objects by ID, held weakly: an unchanged object lives as long as someone uses it.
-    /// Objects with changes are also held strongly by the change lists below.
-    var registered: [ManagedObjectID: WeakObject] = [:]
+    /// Objects by ID. Held strongly while `retainsRegisteredObjects` (the default): objects
+    /// cannot leave a `perform` block, so the context is what keeps what it read (and the
+    /// version it read it at) from one block to the next. Otherwise held weakly, and objects
+    /// with changes are kept alive by the change lists below.
+    var registered: [ManagedObjectID: Registration] = [:]
     private var registrationsSincePurge = 0
     /// Temporary IDs of objects that received permanent ones, so old IDs still find them.
     var permanentIDForTemporary: [ManagedObjectID: ManagedObjectID] = [:]
@@ -128,7 +139,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func register(_ object: ManagedObject) {
-        registered[object.objectID] = WeakObject(object)
+        registered[object.objectID] = Registration(object, retained: _retainsRegisteredObjects)
+        guard !_retainsRegisteredObjects else { return }
         registrationsSincePurge += 1
         // Drop entries of released objects now and then, so a long-lived reading context does
         // not grow without bound. Amortized O(1) per registration.
@@ -332,8 +344,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 }
 
-/// A weak reference to an object, the value type of the registration table.
-struct WeakObject {
-    weak var object: ManagedObject?
-    init(_ object: ManagedObject) { self.object = object }
+/// An entry of the registration table: a strong or a weak reference to an object.
+struct Registration {
+    private var strong: ManagedObject?
+    private weak var weak: ManagedObject?
+
+    init(_ object: ManagedObject, retained: Bool) {
+        if retained { strong = object } else { weak = object }
+    }
+
+    var object: ManagedObject? { strong ?? weak }
 }

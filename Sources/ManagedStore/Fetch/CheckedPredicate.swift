@@ -49,7 +49,7 @@ struct PredicateChecker {
     let root: Entity
     let storeIdentifier: UUID
 
-    func check(_ predicate: Predicate) throws(FetchError) -> CheckedPredicate {
+    func check(_ predicate: ObjectPredicate) throws(FetchError) -> CheckedPredicate {
         switch predicate {
         case .constant(let b): return .constant(b)
         case .and(let ps): return .and(try ps.map { p throws(FetchError) in try check(p) })

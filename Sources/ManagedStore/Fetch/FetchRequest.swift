@@ -11,8 +11,8 @@ public enum FetchResultType: Sendable, Hashable {
 /// A description of objects to fetch [NSFetchRequest].
 public struct FetchRequest: Sendable, Hashable {
     public var entityName: String
-    public var predicate: Predicate?
-    public var sortDescriptors: [SortDescriptor]
+    public var predicate: ObjectPredicate?
+    public var sortDescriptors: [ObjectSortDescriptor]
     /// At most this many results; 0 means no limit.
     public var fetchLimit: Int
     public var fetchOffset: Int
@@ -24,7 +24,7 @@ public struct FetchRequest: Sendable, Hashable {
     /// Whether fetched objects start as faults (their row is kept and turned into values on first use).
     public var returnsObjectsAsFaults: Bool
 
-    public init(entityName: String, predicate: Predicate? = nil, sortDescriptors: [SortDescriptor] = [],
+    public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int = 0, fetchOffset: Int = 0, resultType: FetchResultType = .managedObjects,
                 propertiesToFetch: [String]? = nil, includesPendingChanges: Bool = true, returnsObjectsAsFaults: Bool = true) {
         self.entityName = entityName

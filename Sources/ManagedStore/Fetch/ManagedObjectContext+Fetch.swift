@@ -184,7 +184,9 @@ extension ManagedObjectContext {
             // Each changed object can push at most one stored match out of the window.
             limit = request.fetchOffset + request.fetchLimit + changedHere.count
         }
-        let stored = try fetchStoredObjects(prepared, limit: limit, offset: 0)
+        // With a related change the store's answer to the predicate is stale: read every row.
+        let storedQuery = relatedChanged ? PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request) : prepared
+        let stored = try fetchStoredObjects(storedQuery, limit: limit, offset: 0)
         let evaluator = PredicateEvaluator(context: self)
         func matches(_ object: ManagedObject) -> Bool {
             guard !object.isDeleted, !object.isInaccessible else { return false }

@@ -15,7 +15,10 @@ extension ManagedObjectModel {
     public convenience init(json: JSONValue) throws(ModelError) {
         var reader = ModelJSONReader()
         let (name, version, entities) = reader.read(json)
-        guard reader.problems.isEmpty else { throw ModelError(reader.problems) }
+        guard reader.problems.isEmpty else {
+            // Check what could be read too, so one attempt reports every problem.
+            throw ModelError(reader.problems + ModelChecker(entities: entities).problems())
+        }
         try self.init(name: name, version: version, entities: entities)
     }
 

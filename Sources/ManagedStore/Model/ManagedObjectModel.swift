@@ -87,7 +87,7 @@ public final class ManagedObjectModel: Sendable {
 }
 
 /// Finds every problem in a set of entity descriptions.
-private struct ModelChecker {
+struct ModelChecker {
     let entities: [EntityDescription]
 
     func problems() -> [ModelProblem] {

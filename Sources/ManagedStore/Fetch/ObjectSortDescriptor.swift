@@ -2,7 +2,7 @@
 ///
 /// Ascending puts nulls first, descending puts them last; strings order by code point.
 /// Every fetch ends its order with the primary key, ascending, so every order is total.
-public struct SortDescriptor: Sendable, Hashable {
+public struct ObjectSortDescriptor: Sendable, Hashable {
     public var keyPath: String
     public var ascending: Bool
 

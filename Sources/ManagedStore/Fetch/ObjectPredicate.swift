@@ -33,13 +33,13 @@ public enum ComparisonOperator: String, Sendable, Hashable, CaseIterable {
 /// - comparing with nil: `== nil` and `!= nil` test for null; `<`, `>` and the like are false
 ///   when either side is nil, and so never match a null, also under NOT;
 /// - strings compare by Unicode code point, numbers by value across numeric types.
-public indirect enum Predicate: Sendable, Hashable {
+public indirect enum ObjectPredicate: Sendable, Hashable {
     /// TRUEPREDICATE / FALSEPREDICATE.
     case constant(Bool)
     case comparison(PredicateExpression, ComparisonOperator, PredicateExpression)
-    case and([Predicate])
-    case or([Predicate])
-    case not(Predicate)
+    case and([ObjectPredicate])
+    case or([ObjectPredicate])
+    case not(ObjectPredicate)
 
     /// A key path operand, the start of a comparison: `.key("project.name") == "Apollo"`.
     public static func key(_ path: String) -> PredicateKey { PredicateKey(path: path) }
@@ -53,50 +53,50 @@ public struct PredicateKey: Sendable, Hashable {
     public static func key(_ path: String) -> PredicateKey { PredicateKey(path: path) }
 }
 
-public func == (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func == (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .equal, .constant(.attribute(rhs.attributeValue)))
 }
-public func != (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func != (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .notEqual, .constant(.attribute(rhs.attributeValue)))
 }
-public func < (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func < (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .lessThan, .constant(.attribute(rhs.attributeValue)))
 }
-public func <= (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func <= (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .lessThanOrEqual, .constant(.attribute(rhs.attributeValue)))
 }
-public func > (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func > (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .greaterThan, .constant(.attribute(rhs.attributeValue)))
 }
-public func >= (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> Predicate {
+public func >= (lhs: PredicateKey, rhs: some AttributeValueConvertible) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .greaterThanOrEqual, .constant(.attribute(rhs.attributeValue)))
 }
 /// `key == nil` / `key != nil`.
-public func == (lhs: PredicateKey, rhs: _OptionalNilComparisonType) -> Predicate {
+public func == (lhs: PredicateKey, rhs: _OptionalNilComparisonType) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .equal, .constant(.null))
 }
-public func != (lhs: PredicateKey, rhs: _OptionalNilComparisonType) -> Predicate {
+public func != (lhs: PredicateKey, rhs: _OptionalNilComparisonType) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .notEqual, .constant(.null))
 }
 /// A to-one relationship compared with an object ID.
-public func == (lhs: PredicateKey, rhs: ManagedObjectID) -> Predicate {
+public func == (lhs: PredicateKey, rhs: ManagedObjectID) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .equal, .constant(.object(rhs)))
 }
-public func != (lhs: PredicateKey, rhs: ManagedObjectID) -> Predicate {
+public func != (lhs: PredicateKey, rhs: ManagedObjectID) -> ObjectPredicate {
     .comparison(.keyPath(lhs.path), .notEqual, .constant(.object(rhs)))
 }
 /// Two key paths compared with each other.
-public func == (lhs: PredicateKey, rhs: PredicateKey) -> Predicate { .comparison(.keyPath(lhs.path), .equal, .keyPath(rhs.path)) }
-public func != (lhs: PredicateKey, rhs: PredicateKey) -> Predicate { .comparison(.keyPath(lhs.path), .notEqual, .keyPath(rhs.path)) }
-public func < (lhs: PredicateKey, rhs: PredicateKey) -> Predicate { .comparison(.keyPath(lhs.path), .lessThan, .keyPath(rhs.path)) }
-public func > (lhs: PredicateKey, rhs: PredicateKey) -> Predicate { .comparison(.keyPath(lhs.path), .greaterThan, .keyPath(rhs.path)) }
+public func == (lhs: PredicateKey, rhs: PredicateKey) -> ObjectPredicate { .comparison(.keyPath(lhs.path), .equal, .keyPath(rhs.path)) }
+public func != (lhs: PredicateKey, rhs: PredicateKey) -> ObjectPredicate { .comparison(.keyPath(lhs.path), .notEqual, .keyPath(rhs.path)) }
+public func < (lhs: PredicateKey, rhs: PredicateKey) -> ObjectPredicate { .comparison(.keyPath(lhs.path), .lessThan, .keyPath(rhs.path)) }
+public func > (lhs: PredicateKey, rhs: PredicateKey) -> ObjectPredicate { .comparison(.keyPath(lhs.path), .greaterThan, .keyPath(rhs.path)) }
 
-public func && (lhs: Predicate, rhs: Predicate) -> Predicate {
+public func && (lhs: ObjectPredicate, rhs: ObjectPredicate) -> ObjectPredicate {
     if case .and(let l) = lhs { return .and(l + [rhs]) }
     return .and([lhs, rhs])
 }
-public func || (lhs: Predicate, rhs: Predicate) -> Predicate {
+public func || (lhs: ObjectPredicate, rhs: ObjectPredicate) -> ObjectPredicate {
     if case .or(let l) = lhs { return .or(l + [rhs]) }
     return .or([lhs, rhs])
 }
-public prefix func ! (predicate: Predicate) -> Predicate { .not(predicate) }
+public prefix func ! (predicate: ObjectPredicate) -> ObjectPredicate { .not(predicate) }

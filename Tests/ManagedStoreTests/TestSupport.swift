@@ -1,0 +1,41 @@
+import Foundation
+@testable import ManagedStore
+
+/// A fresh store file in its own temporary folder, removed when the value goes away.
+final class TemporaryStore: Sendable {
+    let directory: URL
+    var url: URL { directory.appendingPathComponent("store.sqlite") }
+
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-tests-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+}
+
+enum Fixtures {
+    static let tracker = ManagedObjectModel.taskTracker()
+
+    /// A container over the task tracker, in memory or in a file.
+    static func container(_ store: StoreDescription = .inMemory, model: ManagedObjectModel = tracker) throws -> PersistentContainer {
+        try PersistentContainer(model: model, store: store)
+    }
+
+    /// Inserts a project named `name` with `taskTitles` tasks, saves, and returns their IDs.
+    @discardableResult
+    static func seedProject(_ context: ManagedObjectContext, name: String, taskTitles: [String]) throws -> (ManagedObjectID, [ManagedObjectID]) {
+        try context.performAndWait {
+            let project = context.insertNewObject(forEntityName: "Project")
+            project.setValue(name, forKey: "name")
+            let tasks = taskTitles.map { title -> ManagedObject in
+                let task = context.insertNewObject(forEntityName: "Task")
+                task.setValue(title, forKey: "title")
+                task.setObject(project, forKey: "project")
+                return task
+            }
+            try context.save()
+            return (project.objectID, tasks.map(\.objectID))
+        }
+    }
+}
