@@ -172,7 +172,9 @@ struct FetchTests {
             #expect(throws: FetchError.unknownKeyPath("title.length", entity: "Task")) {
                 try context.fetch(FetchRequest(entityName: "Task", predicate: .key("title.length") == 1))
             }
-            #expect(throws: FetchError.self) { try context.fetch(FetchRequest(entityName: "Task", predicate: .key("tags.label") == "x")) }
+            #expect(throws: FetchError.self) {
+                try context.fetch(FetchRequest(entityName: "Task", predicate: .comparison(ComparisonPredicate(.aggregate(.count, collection: "project", attribute: nil), .greaterThan, .constant(.attribute(.integer(1)))))))
+            }
             #expect(throws: FetchError.self) { try context.fetch(FetchRequest(entityName: "Task", predicate: .key("priority") == "high")) }
             #expect(throws: FetchError.self) { try context.fetch(FetchRequest(entityName: "Task", predicate: .key("title") > 3)) }
             #expect(throws: FetchError.self) { try context.fetch(FetchRequest(entityName: "Task", sortDescriptors: [ObjectSortDescriptor("nope")])) }

@@ -12,7 +12,7 @@ extension ManagedObjectContext {
         assertOnQueue()
         compactChangeLists()
         guard hasChanges else { return }
-        var validator = ObjectValidator(context: self)
+        let validator = ObjectValidator(context: self)
         var errors: [ValidationError] = []
         for object in insertedList { errors += validator.validateForSave(object) }
         // An object whose row vanished is not validated: the store reports it as a conflict.

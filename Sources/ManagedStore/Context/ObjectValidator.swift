@@ -3,14 +3,12 @@ import Foundation
 /// Checks objects against the rules of their model before a save [validateForInsert/Update/Delete].
 ///
 /// Returns every broken rule of every object, so a client fixes them all in one round.
-/// Holds compiled patterns for the length of one save.
 struct ObjectValidator {
     let context: ManagedObjectContext
-    private var patterns: [String: NSRegularExpression] = [:]
 
     init(context: ManagedObjectContext) { self.context = context }
 
-    mutating func validateForSave(_ object: ManagedObject) -> [ValidationError] {
+    func validateForSave(_ object: ManagedObject) -> [ValidationError] {
         var errors: [ValidationError] = []
         for (index, attribute) in object.entity.attributes.enumerated() {
             if let error = validate(object.attributes[index], attribute, object.objectID) { errors.append(error) }
@@ -58,7 +56,7 @@ struct ObjectValidator {
         return errors
     }
 
-    private mutating func validate(_ value: AttributeValue, _ attribute: AttributeDescription, _ id: ManagedObjectID) -> ValidationError? {
+    private func validate(_ value: AttributeValue, _ attribute: AttributeDescription, _ id: ManagedObjectID) -> ValidationError? {
         func error(_ code: ValidationErrorCode, _ message: String) -> ValidationError {
             ValidationError(objectID: id, property: attribute.name, code: code, message: message)
         }
@@ -99,14 +97,7 @@ struct ObjectValidator {
     }
 
     /// The pattern must match the whole string, not a part of it.
-    private mutating func matchesWhole(_ text: String, _ pattern: String) -> Bool {
-        let regex: NSRegularExpression
-        if let cached = patterns[pattern] { regex = cached } else {
-            guard let compiled = try? NSRegularExpression(pattern: "^(?:\(pattern))$") else { return false }
-            patterns[pattern] = compiled
-            regex = compiled
-        }
-        let range = NSRange(text.startIndex..<text.endIndex, in: text)
-        return regex.firstMatch(in: text, options: [.anchored], range: range).map { $0.range == range } ?? false
+    private func matchesWhole(_ text: String, _ pattern: String) -> Bool {
+        WholeStringRegex.shared.matchesWhole(text, pattern: pattern)
     }
 }

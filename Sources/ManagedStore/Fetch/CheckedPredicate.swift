@@ -1,11 +1,12 @@
 import Foundation
 
-/// A predicate checked against the model: key paths resolved, constants converted to the
-/// representation of what they are compared with. Both the SQL compiler and the in-memory
-/// evaluator work from this one form, which is what keeps their answers equal.
+/// A predicate checked against the model: key paths resolved, every to-many side moved to
+/// the left with its quantifier, constants converted to the representation of what they meet.
+/// Both the SQL builder and the in-memory evaluator work from this one form, which is what
+/// keeps their answers equal.
 indirect enum CheckedPredicate: Sendable {
     case constant(Bool)
-    case comparison(CheckedOperand, ComparisonOperator, CheckedOperand)
+    case comparison(CheckedComparison)
     case and([CheckedPredicate])
     case or([CheckedPredicate])
     case not(CheckedPredicate)
@@ -14,32 +15,66 @@ indirect enum CheckedPredicate: Sendable {
     var entitiesRead: Set<Int> {
         switch self {
         case .constant: return []
-        case let .comparison(l, _, r): return l.entitiesRead.union(r.entitiesRead)
+        case .comparison(let c): return c.lhs.entitiesRead.union(c.rhs.entitiesRead)
         case .and(let ps), .or(let ps): return ps.reduce(into: Set<Int>()) { $0.formUnion($1.entitiesRead) }
         case .not(let p): return p.entitiesRead
         }
     }
 
-    var followsRelationships: Bool {
+    /// Whether the answer for an object depends on objects other than itself.
+    var followsRelationships: Bool { entitiesRead.count > 1 || readsRelated }
+
+    private var readsRelated: Bool {
         switch self {
         case .constant: return false
-        case let .comparison(l, _, r): return l.followsRelationships || r.followsRelationships
-        case .and(let ps), .or(let ps): return ps.contains(where: \.followsRelationships)
-        case .not(let p): return p.followsRelationships
+        case .comparison(let c): return c.lhs.readsRelated || c.rhs.readsRelated
+        case .and(let ps), .or(let ps): return ps.contains(where: \.readsRelated)
+        case .not(let p): return p.readsRelated
         }
     }
 }
 
-enum CheckedOperand: Sendable {
-    case keyPath(ResolvedKeyPath)
-    /// A constant: an attribute value (possibly null) or, for a relationship, an object ID.
-    case value(PredicateValue)
+/// How a comparison treats its (left) operand.
+enum Quantifier: Sendable {
+    /// A single value.
+    case scalar
+    /// The left side is a collection: some element / every element / no element satisfies.
+    case any, all, none
+}
 
-    var entitiesRead: Set<Int> { if case .keyPath(let k) = self { return k.entitiesRead } else { return [] } }
-    var followsRelationships: Bool {
-        guard case .keyPath(let k) = self else { return false }
-        if case .relationship = k.terminal { return true }
-        return !k.steps.isEmpty
+struct CheckedComparison: Sendable {
+    let quantifier: Quantifier
+    let lhs: CheckedOperand
+    let op: ComparisonOperator
+    let rhs: CheckedOperand
+    let options: ComparisonOptions
+}
+
+indirect enum CheckedOperand: Sendable {
+    case keyPath(ResolvedKeyPath)
+    case value(PredicateValue)
+    /// Constants of IN and BETWEEN.
+    case list([PredicateValue])
+    /// An aggregate over the objects of `collection` (a path ending in one to-many step), of
+    /// `attribute` (a scalar path from the destination) unless counting.
+    case aggregate(AggregateFunction, collection: ResolvedKeyPath, attribute: ResolvedKeyPath?)
+    case subqueryCount(collection: ResolvedKeyPath, variable: String, predicate: CheckedPredicate)
+
+    var entitiesRead: Set<Int> {
+        switch self {
+        case .keyPath(let k): return k.entitiesRead
+        case .value, .list: return []
+        case let .aggregate(_, collection, attribute): return collection.entitiesRead.union(attribute?.entitiesRead ?? [])
+        case let .subqueryCount(collection, _, predicate): return collection.entitiesRead.union(predicate.entitiesRead)
+        }
+    }
+
+    var readsRelated: Bool {
+        switch self {
+        case .keyPath(let k): return !k.steps.isEmpty || { if case .toOne = k.terminal { return true } else { return false } }()
+        case .value, .list: return false
+        case .aggregate, .subqueryCount: return true
+        }
     }
 }
 
@@ -48,6 +83,14 @@ struct PredicateChecker {
     let model: ManagedObjectModel
     let root: Entity
     let storeIdentifier: UUID
+    /// SUBQUERY variables in scope, with the entity each stands for.
+    var variables: [String: Int] = [:]
+
+    init(model: ManagedObjectModel, root: Entity, storeIdentifier: UUID) {
+        self.model = model
+        self.root = root
+        self.storeIdentifier = storeIdentifier
+    }
 
     func check(_ predicate: ObjectPredicate) throws(FetchError) -> CheckedPredicate {
         switch predicate {
@@ -55,124 +98,317 @@ struct PredicateChecker {
         case .and(let ps): return .and(try ps.map { p throws(FetchError) in try check(p) })
         case .or(let ps): return .or(try ps.map { p throws(FetchError) in try check(p) })
         case .not(let p): return .not(try check(p))
-        case let .comparison(lhs, op, rhs):
-            switch (lhs, rhs) {
-            case let (.keyPath(l), .keyPath(r)):
-                let left = try ResolvedKeyPath(l, root: root, model: model)
-                let right = try ResolvedKeyPath(r, root: root, model: model)
-                try checkComparable(left, right, op)
-                return .comparison(.keyPath(left), op, .keyPath(right))
-            case let (.keyPath(path), .constant(value)):
-                let keyPath = try ResolvedKeyPath(path, root: root, model: model)
-                return .comparison(.keyPath(keyPath), op, .value(try convert(value, for: keyPath, op)))
-            case let (.constant(value), .keyPath(path)):
-                let keyPath = try ResolvedKeyPath(path, root: root, model: model)
-                return .comparison(.keyPath(keyPath), op.mirrored, .value(try convert(value, for: keyPath, op.mirrored)))
-            case let (.constant(l), .constant(r)):
-                return .constant(PredicateEvaluator.compareValues(l, op, r))
+        case .comparison(let c): return try check(c)
+        }
+    }
+
+    // MARK: Operands
+
+    private func keyPath(_ text: String) throws(FetchError) -> ResolvedKeyPath {
+        try ResolvedKeyPath(text, rootEntity: root, variables: variables, model: model)
+    }
+
+    private func operand(_ expression: PredicateExpression) throws(FetchError) -> CheckedOperand {
+        switch expression {
+        case .keyPath(let text): return .keyPath(try keyPath(text))
+        case .constant(let value): return .value(value)
+        case .variable(let name):
+            guard variables[name] != nil else {
+                throw .invalidPredicate("no value for $\(name): call withSubstitutionVariables first")
             }
-        }
-    }
-
-    private func attributeType(_ keyPath: ResolvedKeyPath) -> AttributeType? {
-        if case let .attribute(e, a) = keyPath.terminal { return model.schema[e].attributes[a].type }
-        return nil
-    }
-
-    private func destination(_ keyPath: ResolvedKeyPath) -> Entity? {
-        if case let .relationship(e, r) = keyPath.terminal { return model.schema[model.schema[e].relationships[r].destinationIndex] }
-        return nil
-    }
-
-    private func checkComparable(_ l: ResolvedKeyPath, _ r: ResolvedKeyPath, _ op: ComparisonOperator) throws(FetchError) {
-        if let a = destination(l), let b = destination(r) {
-            guard a.index == b.index, !op.isOrdering else {
-                throw .incompatibleTypes(keyPath: l.text, detail: "relationships compare only for equality, with the same destination")
+            return .keyPath(try keyPath("$" + name))
+        case .list(let items):
+            var values: [PredicateValue] = []
+            for item in items {
+                guard case .constant(let value) = item else { throw .invalidPredicate("a {list} holds constants only") }
+                values.append(value)
             }
-            return
+            return .list(values)
+        case let .aggregate(function, collectionText, attributeText):
+            let collection = try keyPath(collectionText)
+            guard collection.steps.filter(\.isToMany).count == 1, collection.steps.last?.isToMany == true,
+                  case .object(let destination) = collection.terminal else {
+                throw .invalidPredicate("@\(function.rawValue) needs a key path ending in a to-many relationship: '\(collectionText)' "
+                    + (collection.isCollection ? "crosses more than one" : "is not to-many"))
+            }
+            guard let attributeText else { return .aggregate(function, collection: collection, attribute: nil) }
+            let attribute = try ResolvedKeyPath(attributeText, rootEntity: model.schema[destination], model: model)
+            guard !attribute.isCollection, case .attribute(let type) = attribute.valueType(model) else {
+                throw .invalidPredicate("@\(function.rawValue).\(attributeText) must end in an attribute reached through to-one relationships")
+            }
+            switch function {
+            case .sum, .avg:
+                guard [.integer16, .integer32, .integer64, .double, .float].contains(type) else {
+                    throw .incompatibleTypes(keyPath: "\(collectionText).@\(function.rawValue).\(attributeText)", detail: "@\(function.rawValue) needs an integer, float or double attribute, not \(type.rawValue)")
+                }
+            case .min, .max:
+                guard type.isOrdered || type == .string else {
+                    throw .incompatibleTypes(keyPath: "\(collectionText).@\(function.rawValue).\(attributeText)", detail: "@\(function.rawValue) needs an ordered attribute, not \(type.rawValue)")
+                }
+            case .count: break
+            }
+            return .aggregate(function, collection: collection, attribute: attribute)
+        case let .subqueryCount(collectionText, variable, predicate):
+            let collection = try keyPath(collectionText)
+            guard collection.steps.last?.isToMany == true, collection.steps.filter(\.isToMany).count == 1,
+                  case .object(let destination) = collection.terminal else {
+                throw .invalidPredicate("SUBQUERY needs a key path ending in a to-many relationship: '\(collectionText)'")
+            }
+            guard variables[variable] == nil else { throw .invalidPredicate("SUBQUERY variable $\(variable) is already in use") }
+            var inner = self
+            inner.variables[variable] = destination
+            return .subqueryCount(collection: collection, variable: variable, predicate: try inner.check(predicate))
         }
-        guard let a = attributeType(l), let b = attributeType(r) else {
-            throw .incompatibleTypes(keyPath: l.text, detail: "a relationship compared with an attribute (\(r.text))")
+    }
+
+    private func type(of operand: CheckedOperand) -> OperandType? {
+        switch operand {
+        case .keyPath(let k): return k.valueType(model)
+        case .value, .list: return nil
+        case let .aggregate(function, _, attribute):
+            switch function {
+            case .count: return .attribute(.integer64)
+            case .avg: return .attribute(.double)
+            case .sum:
+                if case .attribute(let t)? = attribute?.valueType(model) { return .attribute(t.isInteger ? .integer64 : .double) }
+                return .attribute(.double)
+            case .min, .max: return attribute?.valueType(model)
+            }
+        case .subqueryCount: return .attribute(.integer64)
         }
-        let numeric: Set<AttributeType> = [.integer16, .integer32, .integer64, .double, .float]
-        guard a == b || (numeric.contains(a) && numeric.contains(b)) else {
-            throw .incompatibleTypes(keyPath: l.text, detail: "\(a.rawValue) compared with \(r.text) (\(b.rawValue))")
+    }
+
+    private func isCollection(_ operand: CheckedOperand) -> Bool {
+        if case .keyPath(let k) = operand { return k.isCollection }
+        return false
+    }
+
+    private func text(_ operand: CheckedOperand) -> String {
+        switch operand {
+        case .keyPath(let k): return k.text
+        case let .aggregate(f, c, a): return "\(c.text).@\(f.rawValue)" + (a.map { ".\($0.text)" } ?? "")
+        case .subqueryCount(let c, let v, _): return "SUBQUERY(\(c.text), $\(v), ...).@count"
+        case .value, .list: return "a constant"
+        }
+    }
+
+    // MARK: Comparisons
+
+    private func check(_ comparison: ComparisonPredicate) throws(FetchError) -> CheckedPredicate {
+        var lhs = try operand(comparison.lhs)
+        var rhs = try operand(comparison.rhs)
+        var op = comparison.op
+        var modifier = comparison.modifier
+
+        // `x IN tags.label` asks whether some label equals x: ANY tags.label == x.
+        if op == .in, isCollection(rhs) {
+            guard !isCollection(lhs), modifier == .direct else {
+                throw .invalidPredicate("IN with to-many key paths on both sides ('\(text(lhs))', '\(text(rhs))'): use SUBQUERY")
+            }
+            (lhs, rhs, op, modifier) = (rhs, lhs, .equal, .any)
+        }
+        if isCollection(rhs) {
+            guard !isCollection(lhs) else {
+                throw .invalidPredicate("both sides are to-many key paths ('\(text(lhs))', '\(text(rhs))'): use SUBQUERY")
+            }
+            guard op == .equal || op == .notEqual || op.isOrdering else {
+                throw .invalidPredicate("put the to-many key path '\(text(rhs))' on the left of \(op.rawValue)")
+            }
+            (lhs, rhs, op) = (rhs, lhs, op.mirrored)
+        }
+        let quantifier: Quantifier
+        if isCollection(lhs) {
+            switch modifier {
+            case .direct, .any: quantifier = .any
+            case .all: quantifier = .all
+            case .none: quantifier = .none
+            }
+        } else {
+            guard modifier == .direct else {
+                throw .invalidPredicate("\(modifier.rawValue) needs a to-many key path, and '\(text(lhs))' is not one")
+            }
+            quantifier = .scalar
+        }
+
+        // Constant against constant: decided now.
+        if case .value(let a) = lhs, case .value(let b) = rhs {
+            return .constant(PredicateEvaluator.compare(a, op, b, options: comparison.options))
+        }
+        // A constant on the left of a plain comparison: mirror it, so constants sit on the right.
+        if case .value = lhs, !(op.isStringOperator || op == .in || op == .between) {
+            (lhs, rhs, op) = (rhs, lhs, op.mirrored)
+        }
+        let converted = try convertOperands(lhs, op, rhs)
+        return .comparison(CheckedComparison(quantifier: quantifier, lhs: converted.0, op: op, rhs: converted.1, options: comparison.options))
+    }
+
+    /// Type-checks the two sides and converts constants to the type of the side they meet.
+    private func convertOperands(_ lhs: CheckedOperand, _ op: ComparisonOperator, _ rhs: CheckedOperand) throws(FetchError) -> (CheckedOperand, CheckedOperand) {
+        let left = type(of: lhs), right = type(of: rhs)
+        let name = text(lhs)
+        if op.isStringOperator {
+            for (side, t) in [(lhs, left), (rhs, right)] {
+                if let t, t != .attribute(.string) {
+                    throw .incompatibleTypes(keyPath: text(side), detail: "\(op.rawValue) works on strings")
+                }
+            }
+            var sides = [lhs, rhs]
+            for i in 0..<2 {
+                if case .value(let v) = sides[i] {
+                    guard case .attribute(let a) = v, a.isNull || { if case .string = a { return true } else { return false } }() else {
+                        throw .incompatibleTypes(keyPath: name, detail: "\(op.rawValue) needs a string")
+                    }
+                    sides[i] = .value(v)
+                }
+            }
+            if op == .matches, case .value(.attribute(.string(let pattern))) = rhs, !StringOperations.isValidRegex(pattern) {
+                throw .invalidPredicate("MATCHES: '\(pattern)' is not a valid regular expression")
+            }
+            return (sides[0], sides[1])
+        }
+        switch (lhs, rhs) {
+        case (.value(let v), _):
+            // Only IN and BETWEEN keep a constant on the left (`5 IN {…}`): compare it with the list.
+            guard case .list(let items) = rhs else { throw .invalidPredicate("\(op.rawValue) needs a list on the right") }
+            _ = v
+            return (lhs, .list(items))
+        default:
+            break
+        }
+        guard let leftType = left else { throw .invalidPredicate("cannot compare \(name)") }
+        switch op {
+        case .in:
+            guard case .list(let items) = rhs else {
+                throw .invalidPredicate("IN needs a {list} or a to-many key path on the right of '\(name)'")
+            }
+            return (lhs, .list(try items.map { item throws(FetchError) in try convert(item, to: leftType, keyPath: name, op: .equal) }))
+        case .between:
+            guard case .list(let bounds) = rhs, bounds.count == 2 else {
+                throw .invalidPredicate("BETWEEN needs {low, high} on the right of '\(name)'")
+            }
+            guard case .attribute(let t) = leftType, t.isOrdered || t == .string else {
+                throw .incompatibleTypes(keyPath: name, detail: "BETWEEN needs an ordered value")
+            }
+            return (lhs, .list(try bounds.map { item throws(FetchError) in try convert(item, to: leftType, keyPath: name, op: .lessThan) }))
+        default:
+            break
+        }
+        switch rhs {
+        case .value(let v):
+            return (lhs, .value(try convert(v, to: leftType, keyPath: name, op: op)))
+        case .list:
+            throw .invalidPredicate("a {list} goes with IN or BETWEEN, not \(op.rawValue)")
+        default:
+            guard let rightType = right else { throw .invalidPredicate("cannot compare \(name)") }
+            try checkComparable(leftType, rightType, op, name, text(rhs))
+            return (lhs, rhs)
+        }
+    }
+
+    private func checkComparable(_ a: OperandType, _ b: OperandType, _ op: ComparisonOperator, _ left: String, _ right: String) throws(FetchError) {
+        switch (a, b) {
+        case let (.object(x), .object(y)):
+            guard x == y, !op.isOrdering else {
+                throw .incompatibleTypes(keyPath: left, detail: "objects compare only for equality, with the same entity (\(right))")
+            }
+        case let (.attribute(x), .attribute(y)):
+            let numeric: Set<AttributeType> = [.integer16, .integer32, .integer64, .double, .float]
+            guard x == y || (numeric.contains(x) && numeric.contains(y)) else {
+                throw .incompatibleTypes(keyPath: left, detail: "\(x.rawValue) compared with \(right) (\(y.rawValue))")
+            }
+        default:
+            throw .incompatibleTypes(keyPath: left, detail: "a relationship compared with an attribute (\(right))")
         }
     }
 
     /// Converts a constant to the representation of the attribute or relationship it meets.
-    private func convert(_ value: PredicateValue, for keyPath: ResolvedKeyPath, _ op: ComparisonOperator) throws(FetchError) -> PredicateValue {
-        func incompatible(_ what: String) -> FetchError {
-            .incompatibleTypes(keyPath: keyPath.text, detail: what)
-        }
-        if let destination = destination(keyPath) {
+    private func convert(_ value: PredicateValue, to type: OperandType, keyPath: String, op: ComparisonOperator) throws(FetchError) -> PredicateValue {
+        func incompatible(_ what: String) -> FetchError { .incompatibleTypes(keyPath: keyPath, detail: what) }
+        switch type {
+        case .object(let entityIndex):
+            let destination = model.schema[entityIndex]
+            guard !op.isOrdering else { throw incompatible("relationships compare only with ==, != and IN") }
             switch value {
             case .attribute(.null): return value
             case .object(let id):
                 guard id.entityName == destination.name, id.storeIdentifier == storeIdentifier else {
-                    throw incompatible("\(id) is not a \(destination.name)")
+                    throw incompatible("\(id) is not a \(destination.name) of this store")
                 }
-                guard !op.isOrdering else { throw incompatible("relationships compare only with == and !=") }
                 return value
+            case .attribute(.string(let text)):
+                // The API's form of an object ID: "Project/7".
+                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, parts[0] == destination.name, let pk = Int64(parts[1]), pk > 0 else {
+                    throw incompatible("\"\(text)\" is not a \(destination.name) ID such as \"\(destination.name)/7\"")
+                }
+                return .object(ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination.name, key: .permanent(pk)))
             case .attribute(let v):
                 throw incompatible("a relationship to \(destination.name) compared with a \(v.kindName)")
             }
+        case .attribute(let attributeType):
+            guard case .attribute(let v) = value else { throw incompatible("a \(attributeType.rawValue) compared with an object ID") }
+            return .attribute(try convert(v, to: attributeType, incompatible))
         }
-        guard let type = attributeType(keyPath) else { throw incompatible("not comparable") }
-        guard case .attribute(let v) = value else { throw incompatible("a \(type.rawValue) attribute compared with an object ID") }
-        if v.isNull { return value }
-        let mismatch = incompatible("a \(type.rawValue) attribute compared with a \(v.kindName)")
+    }
+
+    private func convert(_ v: AttributeValue, to type: AttributeType, _ incompatible: (String) -> FetchError) throws(FetchError) -> AttributeValue {
+        if v.isNull { return v }
+        let mismatch = incompatible("a \(type.rawValue) compared with a \(v.kindName)")
         switch type {
         case .integer16, .integer32, .integer64, .double, .float:
             switch v {
-            case .integer, .double, .float: return value
-            case .decimal(let d): return .attribute(.double(NSDecimalNumber(decimal: d).doubleValue))
+            case .integer, .double, .float: return v
+            case .decimal(let d): return .double(NSDecimalNumber(decimal: d).doubleValue)
+            case .boolean(let b): return .integer(b ? 1 : 0)
             default: throw mismatch
             }
         case .decimal:
             switch v {
-            case .decimal: return value
-            case .integer(let i): return .attribute(.decimal(Decimal(i)))
-            case .double(let d): return .attribute(.decimal(Decimal(d)))
-            case .float(let f): return .attribute(.decimal(Decimal(Double(f))))
+            case .decimal: return v
+            case .integer(let i): return .decimal(Decimal(i))
+            case .double(let d): return .decimal(Decimal(d))
+            case .float(let f): return .decimal(Decimal(Double(f)))
+            case .string(let s):
+                guard let d = Decimal.exactly(s) else { throw mismatch }
+                return .decimal(d)
             default: throw mismatch
             }
         case .boolean:
             switch v {
-            case .boolean: return value
-            case .integer(let i) where i == 0 || i == 1: return .attribute(.boolean(i == 1))
+            case .boolean: return v
+            case .integer(let i) where i == 0 || i == 1: return .boolean(i == 1)
             default: throw mismatch
             }
         case .date:
             switch v {
-            case .date: return value
+            case .date: return v
             case .string(let s):
                 guard let d = RFC3339.date(from: s) else { throw incompatible("\"\(s)\" is not an RFC 3339 date") }
-                return .attribute(.date(d))
+                return .date(d)
             default: throw mismatch
             }
         case .uuid:
             switch v {
-            case .uuid: return value
+            case .uuid: return v
             case .string(let s):
                 guard let u = UUID(uuidString: s) else { throw incompatible("\"\(s)\" is not a UUID") }
-                return .attribute(.uuid(u))
+                return .uuid(u)
             default: throw mismatch
             }
         case .uri:
             switch v {
-            case .uri: return value
+            case .uri: return v
             case .string(let s):
                 guard let u = URL(string: s) else { throw incompatible("\"\(s)\" is not a URI") }
-                return .attribute(.uri(u))
+                return .uri(u)
             default: throw mismatch
             }
         case .string:
             guard case .string = v else { throw mismatch }
-            return value
+            return v
         case .binary:
             guard case .binary = v else { throw mismatch }
-            return value
+            return v
         }
     }
 }
@@ -181,11 +417,11 @@ extension ComparisonOperator {
     /// The operator with its operands swapped: `5 < x` is `x > 5`.
     var mirrored: ComparisonOperator {
         switch self {
-        case .equal, .notEqual: return self
         case .lessThan: return .greaterThan
         case .lessThanOrEqual: return .greaterThanOrEqual
         case .greaterThan: return .lessThan
         case .greaterThanOrEqual: return .lessThanOrEqual
+        default: return self
         }
     }
 }

@@ -23,10 +23,14 @@ public struct FetchRequest: Sendable, Hashable {
     public var includesPendingChanges: Bool
     /// Whether fetched objects start as faults (their row is kept and turned into values on first use).
     public var returnsObjectsAsFaults: Bool
+    /// Keyset pagination: only the objects after this cursor in the request's order.
+    /// Make one with `ManagedObjectContext.cursor(after:for:)`.
+    public var after: FetchCursor?
 
     public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int = 0, fetchOffset: Int = 0, resultType: FetchResultType = .managedObjects,
-                propertiesToFetch: [String]? = nil, includesPendingChanges: Bool = true, returnsObjectsAsFaults: Bool = true) {
+                propertiesToFetch: [String]? = nil, includesPendingChanges: Bool = true, returnsObjectsAsFaults: Bool = true,
+                after: FetchCursor? = nil) {
         self.entityName = entityName
         self.predicate = predicate
         self.sortDescriptors = sortDescriptors
@@ -36,6 +40,7 @@ public struct FetchRequest: Sendable, Hashable {
         self.propertiesToFetch = propertiesToFetch
         self.includesPendingChanges = includesPendingChanges
         self.returnsObjectsAsFaults = returnsObjectsAsFaults
+        self.after = after
     }
 }
 
@@ -49,6 +54,9 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedKeyPath(String, reason: String)
     /// The two sides of a comparison cannot be compared (a string with a number, say).
     case incompatibleTypes(keyPath: String, detail: String)
+    /// The predicate cannot run as written (an aggregate on a to-one, two to-many sides, a
+    /// regular expression ICU refuses, ...).
+    case invalidPredicate(String)
     case invalidRequest(String)
     case store(StoreError)
 
@@ -58,6 +66,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .unknownKeyPath(path, entity): return "unknown key path '\(path)' on \(entity)"
         case let .unsupportedKeyPath(path, reason): return "key path '\(path)' is not supported: \(reason)"
         case let .incompatibleTypes(path, detail): return "cannot compare '\(path)': \(detail)"
+        case .invalidPredicate(let detail): return "invalid predicate: \(detail)"
         case .invalidRequest(let detail): return "invalid fetch request: \(detail)"
         case .store(let error): return error.description
         }

@@ -5,19 +5,21 @@
 struct PreparedFetch {
     let entity: Entity
     let predicate: CheckedPredicate?
-    let sorts: [(ResolvedKeyPath, Bool)]
+    let sorts: [ResolvedSort]
     let request: FetchRequest
+    /// Only objects after this cursor (checked to belong to this order).
+    var after: FetchCursor?
 
     /// Entities whose values decide the result: the fetched one and those its key paths read.
     var entitiesRead: Set<Int> {
         var result: Set<Int> = [entity.index]
         if let predicate { result.formUnion(predicate.entitiesRead) }
-        for (keyPath, _) in sorts { result.formUnion(keyPath.entitiesRead) }
+        for sort in sorts { result.formUnion(sort.keyPath.entitiesRead) }
         return result
     }
 
     var followsRelationships: Bool {
-        (predicate?.followsRelationships ?? false) || sorts.contains { !$0.0.steps.isEmpty }
+        (predicate?.followsRelationships ?? false) || sorts.contains { !$0.keyPath.steps.isEmpty }
     }
 }
 
@@ -53,7 +55,8 @@ extension ManagedObjectContext {
             return try fetchIncludingPendingChanges(prepared).count
         }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        var condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))" }
         let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
         let total = Int(try runQuery(sql, query.bindings) { $0.int64(0) }.first ?? 0)
         let afterOffset = max(0, total - request.fetchOffset)
@@ -65,7 +68,11 @@ extension ManagedObjectContext {
         assertOnQueue()
         let prepared = try prepare(request)
         let names = request.propertiesToFetch ?? prepared.entity.attributes.map(\.name)
-        let keyPaths = try names.map { name throws(FetchError) in try ResolvedKeyPath(name, root: prepared.entity, model: coordinator.model) }
+        let keyPaths = try names.map { name throws(FetchError) -> ResolvedKeyPath in
+            let keyPath = try ResolvedKeyPath(name, rootEntity: prepared.entity, model: coordinator.model)
+            if keyPath.isCollection { throw .unsupportedKeyPath(name, reason: "dictionary results hold single values, not to-many key paths") }
+            return keyPath
+        }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
         let sql = selectSQL(prepared, columns: columns, query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
@@ -76,10 +83,14 @@ extension ManagedObjectContext {
                 switch keyPath.terminal {
                 case let .attribute(e, a):
                     row[names[i]] = .attribute(statement.value(Int32(i), as: model.schema[e].attributes[a].type))
-                case let .relationship(e, r):
+                case let .toOne(e, r):
                     let destination = model.schema[model.schema[e].relationships[r].destinationIndex]
                     row[names[i]] = .object(statement.optionalInt64(Int32(i)).map {
                         ManagedObjectID(storeIdentifier: store, entityName: destination.name, key: .permanent($0))
+                    })
+                case let .object(e):
+                    row[names[i]] = .object(statement.optionalInt64(Int32(i)).map {
+                        ManagedObjectID(storeIdentifier: store, entityName: model.schema[e].name, key: .permanent($0))
                     })
                 }
             }
@@ -104,14 +115,38 @@ extension ManagedObjectContext {
         guard request.fetchLimit >= 0, request.fetchOffset >= 0 else { throw .invalidRequest("fetchLimit and fetchOffset cannot be negative") }
         let checker = PredicateChecker(model: coordinator.model, root: entity, storeIdentifier: coordinator.storeIdentifier)
         let predicate = try request.predicate.map { p throws(FetchError) in try checker.check(p) }
-        let sorts = try request.sortDescriptors.map { sort throws(FetchError) -> (ResolvedKeyPath, Bool) in
-            let keyPath = try ResolvedKeyPath(sort.keyPath, root: entity, model: coordinator.model)
-            guard case .attribute = keyPath.terminal else {
-                throw .unsupportedKeyPath(sort.keyPath, reason: "sort by an attribute, not a relationship")
+        let sorts = try request.sortDescriptors.map { sort throws(FetchError) -> ResolvedSort in
+            let keyPath = try ResolvedKeyPath(sort.keyPath, rootEntity: entity, model: coordinator.model)
+            guard !keyPath.isCollection, case .attribute = keyPath.terminal else {
+                throw .unsupportedKeyPath(sort.keyPath, reason: "sort by an attribute, or a key path through to-one relationships to one")
             }
-            return (keyPath, sort.ascending)
+            return ResolvedSort(keyPath: keyPath, ascending: sort.ascending, options: sort.options)
         }
-        return PreparedFetch(entity: entity, predicate: predicate, sorts: sorts, request: request)
+        var prepared = PreparedFetch(entity: entity, predicate: predicate, sorts: sorts, request: request)
+        if let cursor = request.after {
+            guard cursor.fingerprint == FetchCursor.fingerprint(entity: entity.name, sorts: request.sortDescriptors),
+                  cursor.values.count == sorts.count else {
+                throw .invalidRequest("the cursor belongs to another order (entity and sort keys must be those of the page it came from)")
+            }
+            prepared.after = cursor
+        }
+        return prepared
+    }
+
+    /// The cursor that continues `request` after `object` (the last object of a page).
+    public func cursor(after object: ManagedObject, for request: FetchRequest) throws(FetchError) -> FetchCursor {
+        assertOnQueue()
+        let prepared = try prepare(request)
+        guard object.entity.index == prepared.entity.index, let pk = object.objectID.primaryKey else {
+            throw .invalidRequest("a cursor needs a saved \(prepared.entity.name) object")
+        }
+        let evaluator = PredicateEvaluator(context: self)
+        let values = prepared.sorts.map { sort -> AttributeValue in
+            if case .attribute(let v) = evaluator.value(sort.keyPath, from: object) { return v }
+            return .null
+        }
+        return FetchCursor(fingerprint: FetchCursor.fingerprint(entity: prepared.entity.name, sorts: request.sortDescriptors),
+                           values: values, primaryKey: pk)
     }
 
     /// Whether this context holds unsaved changes to objects of these entities.
@@ -123,7 +158,8 @@ extension ManagedObjectContext {
     }
 
     private func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
-        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        var condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))" }
         let order = query.orderBy(prepared.sorts)
         var sql = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order)"
         if limit > 0 || offset > 0 { sql += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)" }
@@ -185,11 +221,13 @@ extension ManagedObjectContext {
             limit = request.fetchOffset + request.fetchLimit + changedHere.count
         }
         // With a related change the store's answer to the predicate is stale: read every row.
-        let storedQuery = relatedChanged ? PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request) : prepared
+        var storedQuery = prepared
+        if relatedChanged { storedQuery = PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request, after: prepared.after) }
         let stored = try fetchStoredObjects(storedQuery, limit: limit, offset: 0)
         let evaluator = PredicateEvaluator(context: self)
         func matches(_ object: ManagedObject) -> Bool {
             guard !object.isDeleted, !object.isInaccessible else { return false }
+            if let cursor = prepared.after, !evaluator.isAfter(object, cursor, sorts: prepared.sorts) { return false }
             return prepared.predicate.map { evaluator.evaluate($0, on: object) } ?? true
         }
         var seen = Set<ObjectIdentifier>()

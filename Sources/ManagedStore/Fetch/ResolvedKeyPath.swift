@@ -1,51 +1,82 @@
-/// A key path checked against the model: the to-one relationships it follows, and where it ends.
+/// A key path checked against the model: where it starts, the relationships it follows, and
+/// where it ends. A path that follows a to-many relationship is a collection (ANY is implied).
 struct ResolvedKeyPath: Sendable, Hashable {
-    enum Terminal: Sendable, Hashable {
-        case attribute(entity: Int, index: Int)
-        case relationship(entity: Int, index: Int)
+    enum Root: Sendable, Hashable {
+        /// The fetched object (or, inside a SUBQUERY, still the fetched object).
+        case object
+        /// A SUBQUERY variable: `$t` in `SUBQUERY(tags, $t, $t.label == "x")`.
+        case variable(String)
     }
-
-    let text: String
-    /// (entity index, relationship index) of each to-one step before the terminal.
-    let steps: [Step]
-    let terminal: Terminal
 
     struct Step: Sendable, Hashable {
         let entity: Int
         let relationship: Int
+        let isToMany: Bool
     }
 
-    static func == (l: ResolvedKeyPath, r: ResolvedKeyPath) -> Bool { l.text == r.text && l.steps == r.steps && l.terminal == r.terminal }
-    func hash(into hasher: inout Hasher) { hasher.combine(text) }
+    enum Terminal: Sendable, Hashable {
+        /// An attribute's value.
+        case attribute(entity: Int, index: Int)
+        /// A to-one relationship's destination ID (read from the row without a join where possible).
+        case toOne(entity: Int, relationship: Int)
+        /// The object reached by the steps (a to-many relationship's destinations, or `$t` itself).
+        case object(entity: Int)
+    }
 
-    /// Resolves `text` from `root`. Every step but the last must be a to-one relationship.
-    init(_ text: String, root: Entity, model: ManagedObjectModel) throws(FetchError) {
-        let names = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    let text: String
+    let root: Root
+    let rootEntity: Int
+    let steps: [Step]
+    let terminal: Terminal
+
+    var isCollection: Bool { steps.contains(where: \.isToMany) }
+
+    /// Resolves `text` from `rootEntity`, or from a SUBQUERY variable (`$t.label`) bound in `variables`.
+    init(_ text: String, rootEntity root: Entity, variables: [String: Int] = [:], model: ManagedObjectModel) throws(FetchError) {
+        var names = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !names.isEmpty, !names.contains(where: \.isEmpty) else { throw .unknownKeyPath(text, entity: root.name) }
         var entity = root
+        if names[0].hasPrefix("$") {
+            let variable = String(names[0].dropFirst())
+            guard let bound = variables[variable] else {
+                throw .invalidPredicate("$\(variable) is not a SUBQUERY variable here (substitution variables need withSubstitutionVariables)")
+            }
+            self.root = .variable(variable)
+            entity = model.schema[bound]
+            names.removeFirst()
+        } else {
+            self.root = .object
+        }
+        self.rootEntity = entity.index
+        self.text = text
         var steps: [Step] = []
+        guard !names.isEmpty else {
+            self.steps = []
+            self.terminal = .object(entity: entity.index)
+            return
+        }
         for (i, name) in names.enumerated() {
             let isLast = i == names.count - 1
             switch entity.propertyByName[name] {
             case .attribute(let a)?:
                 guard isLast else { throw .unknownKeyPath(text, entity: root.name) }
-                self.text = text
                 self.steps = steps
                 self.terminal = .attribute(entity: entity.index, index: a)
                 return
             case .relationship(let r)?:
                 let relationship = entity.relationships[r]
-                if relationship.isToMany {
-                    throw .unsupportedKeyPath(text, reason: "'\(name)' is a to-many relationship; ANY, ALL, @count and SUBQUERY are not supported yet")
-                }
-                if isLast {
-                    self.text = text
+                if isLast && !relationship.isToMany {
                     self.steps = steps
-                    self.terminal = .relationship(entity: entity.index, index: r)
+                    self.terminal = .toOne(entity: entity.index, relationship: r)
                     return
                 }
-                steps.append(Step(entity: entity.index, relationship: r))
+                steps.append(Step(entity: entity.index, relationship: r, isToMany: relationship.isToMany))
                 entity = model.schema[relationship.destinationIndex]
+                if isLast {
+                    self.steps = steps
+                    self.terminal = .object(entity: entity.index)
+                    return
+                }
             case nil:
                 throw .unknownKeyPath(text, entity: root.name)
             }
@@ -53,12 +84,29 @@ struct ResolvedKeyPath: Sendable, Hashable {
         throw .unknownKeyPath(text, entity: root.name)
     }
 
+    /// The type of the value at the end of the path.
+    func valueType(_ model: ManagedObjectModel) -> OperandType {
+        switch terminal {
+        case let .attribute(e, a): return .attribute(model.schema[e].attributes[a].type)
+        case let .toOne(e, r): return .object(model.schema[e].relationships[r].destinationIndex)
+        case let .object(e): return .object(e)
+        }
+    }
+
     /// Entities whose objects' values this key path reads (for deciding when pending changes matter).
     var entitiesRead: Set<Int> {
         var result = Set(steps.map(\.entity))
+        result.insert(rootEntity)
         switch terminal {
-        case .attribute(let e, _), .relationship(let e, _): result.insert(e)
+        case .attribute(let e, _), .toOne(let e, _), .object(let e): result.insert(e)
         }
         return result
     }
+}
+
+/// What an operand holds, for type checks.
+enum OperandType: Equatable {
+    case attribute(AttributeType)
+    /// An object of the entity with this index (its ID).
+    case object(Int)
 }

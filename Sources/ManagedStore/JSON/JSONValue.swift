@@ -56,7 +56,7 @@ public enum JSONValue: Sendable, Hashable {
         guard case .number(let text) = self else { return nil }
         if let exact = Int64(text) { return exact }
         // `1e3` and `2.0` are integers written another way: accept them only when exact.
-        guard let decimal = Decimal(string: text), decimal == decimal.rounded() else { return nil }
+        guard let decimal = Decimal.exactly(text), decimal == decimal.rounded() else { return nil }
         return Int64(decimal.description)
     }
 

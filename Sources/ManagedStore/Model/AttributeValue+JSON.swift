@@ -31,8 +31,9 @@ extension AttributeValue {
             case .number(let n): text = n
             default: throw mismatch()
             }
-            guard Self.isDecimalText(text), let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
-                throw .typeMismatch(expected: type, got: "\"\(text.prefix(40))\"")
+            // More digits than Decimal holds is refused, never rounded.
+            guard let d = Decimal.exactly(text) else {
+                throw .typeMismatch(expected: type, got: "\"\(text.prefix(40))\" (not an exact decimal of at most 38 digits)")
             }
             self = .decimal(d)
         case .double:

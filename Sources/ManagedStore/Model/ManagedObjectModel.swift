@@ -173,7 +173,7 @@ struct ModelChecker {
         if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
             problem("'minLength' is greater than 'maxLength'")
         }
-        if let pattern = attribute.pattern, (try? NSRegularExpression(pattern: pattern)) == nil {
+        if let pattern = attribute.pattern, !WholeStringRegex.shared.isValid(pattern) {
             problem("'pattern' is not a valid regular expression")
         }
         return problems
