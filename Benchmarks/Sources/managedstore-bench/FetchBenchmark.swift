@@ -48,24 +48,24 @@ enum FetchBenchmark {
 
     // MARK: Predicate
 
-    /// The request of fetch `k`: undone (or done) tasks of at least some priority, most
-    /// important first, `fetchLimit` of them.
-    static func request(_ k: Int, _ workload: Workload) -> FetchRequest {
+    /// The request of fetch `k`: undone (or done) tasks of at least some priority, ordered by
+    /// priority (most important first when `descending`), `fetchLimit` of them.
+    static func request(_ k: Int, _ workload: Workload, descending: Bool) -> FetchRequest {
         let (done, minPriority) = workload.predicateConstants(k)
         return FetchRequest(entityName: "Task",
                             predicate: .key("done") == done && .key("priority") >= minPriority,
-                            sortDescriptors: [ObjectSortDescriptor("priority", ascending: false)],
+                            sortDescriptors: [ObjectSortDescriptor("priority", ascending: !descending)],
                             fetchLimit: workload.fetchLimit)
     }
 
     /// A fresh context; each fetch's objects have their title read.
-    static func managedStorePredicate(_ container: PersistentContainer, _ workload: Workload) throws -> Result {
+    static func managedStorePredicate(_ container: PersistentContainer, _ workload: Workload, descending: Bool) throws -> Result {
         let context = container.newBackgroundContext(name: "bench-fetch-predicate")
         var digest = Digest()
         let (_, seconds) = try measure {
             try context.performAndWait {
                 for k in 0..<workload.fetches {
-                    for task in try context.fetch(request(k, workload)) {
+                    for task in try context.fetch(request(k, workload, descending: descending)) {
                         digest.add(task.objectID.primaryKey!, task.value("title", as: String.self)!)
                     }
                 }
@@ -75,14 +75,14 @@ enum FetchBenchmark {
     }
 
     /// The same query by hand: same columns, same order (the library always ends an order with
-    /// the primary key, so this does too), same LIMIT; one prepared statement.
-    static func predicateSQL(limit: Int) -> String {
+    /// the primary key ascending, so this does too), same LIMIT; one prepared statement.
+    static func predicateSQL(limit: Int, descending: Bool) -> String {
         #"SELECT \#(RawTask.columns) FROM "Task" WHERE "done" = ? AND "priority" >= ? "#
-            + #"ORDER BY "priority" DESC, "_pk" ASC LIMIT \#(limit)"#
+            + #"ORDER BY "priority" \#(descending ? "DESC" : "ASC"), "_pk" ASC LIMIT \#(limit)"#
     }
 
-    static func rawPredicate(_ db: RawDatabase, _ workload: Workload) throws -> Result {
-        let select = try db.prepare(predicateSQL(limit: workload.fetchLimit))
+    static func rawPredicate(_ db: RawDatabase, _ workload: Workload, descending: Bool) throws -> Result {
+        let select = try db.prepare(predicateSQL(limit: workload.fetchLimit, descending: descending))
         var digest = Digest()
         let (_, seconds) = try measure {
             for k in 0..<workload.fetches {

@@ -11,6 +11,9 @@ struct Workload {
     /// Predicate fetches, and the fetch limit of each.
     var fetches = 100
     var fetchLimit = 50
+    /// Each read benchmark runs this many times per side, alternating which side goes first;
+    /// the fastest round counts (reads are cheap to repeat, a 1M insert is not).
+    var readRounds = 3
 
     /// The values of Task number `i` (0-based; its primary key is i + 1 on both sides).
     struct Row {

@@ -93,15 +93,42 @@ do {
     let rawDB = try RawDatabase(path: rawPath, readOnly: true)
     let keys = workload.lookupKeys()
 
-    step("fetch by ID...")
-    let msByID = try FetchBenchmark.managedStoreByID(container, keys: keys)
-    let rawByID = try FetchBenchmark.rawByID(rawDB, keys: keys)
-    check("objects read by ID", msByID.digest, rawByID.digest)
+    /// Runs both sides `workload.readRounds` times, alternating who goes first, checks that
+    /// they read the same rows every time, and keeps each side's fastest round.
+    func bestOf(_ what: String, managedStore: () throws -> FetchBenchmark.Result,
+                raw: () throws -> FetchBenchmark.Result) throws -> (FetchBenchmark.Result, FetchBenchmark.Result) {
+        step("\(what)...")
+        var best: (ms: FetchBenchmark.Result?, raw: FetchBenchmark.Result?) = (nil, nil)
+        for round in 0..<workload.readRounds {
+            let ms: FetchBenchmark.Result, r: FetchBenchmark.Result
+            if round % 2 == 0 {
+                ms = try managedStore()
+                r = try raw()
+            } else {
+                r = try raw()
+                ms = try managedStore()
+            }
+            if round == 0 { check(what, ms.digest, r.digest) }
+            else if ms.digest != r.digest { check("\(what), round \(round + 1)", ms.digest, r.digest) }
+            if best.ms.map({ ms.seconds < $0.seconds }) ?? true { best.ms = ms }
+            if best.raw.map({ r.seconds < $0.seconds }) ?? true { best.raw = r }
+        }
+        return (best.ms!, best.raw!)
+    }
 
-    step("predicate fetches...")
-    let msPredicate = try FetchBenchmark.managedStorePredicate(container, workload)
-    let rawPredicate = try FetchBenchmark.rawPredicate(rawDB, workload)
-    check("predicate fetch results (keys in order)", msPredicate.digest, rawPredicate.digest)
+    let (msByID, rawByID) = try bestOf("fetch \(grouped(Double(keys.count))) by ID",
+                                       managedStore: { try FetchBenchmark.managedStoreByID(container, keys: keys) },
+                                       raw: { try FetchBenchmark.rawByID(rawDB, keys: keys) })
+    // The brief's query sorts by priority descending; with the primary key ascending as the
+    // tie-breaker SQLite sorts the whole top-priority group of each fetch (the same on both
+    // sides). Ascending, the (done, priority) index delivers the order and the fetch stops at
+    // the limit, which shows the library's own cost per fetch.
+    let (msPredicate, rawPredicate) = try bestOf("predicate fetches, priority descending",
+                                                 managedStore: { try FetchBenchmark.managedStorePredicate(container, workload, descending: true) },
+                                                 raw: { try FetchBenchmark.rawPredicate(rawDB, workload, descending: true) })
+    let (msAscending, rawAscending) = try bestOf("predicate fetches, priority ascending",
+                                                 managedStore: { try FetchBenchmark.managedStorePredicate(container, workload, descending: false) },
+                                                 raw: { try FetchBenchmark.rawPredicate(rawDB, workload, descending: false) })
     let peakAtEndMB = Memory.peakResidentMB()
 
     // 4. The table.
@@ -115,8 +142,10 @@ do {
         + "| \(grouped(rawInsert.perSecond)) rows/s (\(fixed(rawInsert.seconds)) s) | \(fixed(insertRatio)) | >= 0.50: \(verdict(insertRatio >= 0.5)) |")
     say("| Fetch \(grouped(Double(keys.count))) by ID | \(grouped(msByID.perSecond)) objects/s (\(fixed(msByID.seconds, 3)) s) "
         + "| \(grouped(rawByID.perSecond)) rows/s (\(fixed(rawByID.seconds, 3)) s) | \(fixed(msByID.perSecond / rawByID.perSecond)) | |")
-    say("| \(workload.fetches) predicate fetches, limit \(workload.fetchLimit) | \(grouped(msPredicate.perSecond)) fetches/s (\(fixed(msPredicate.seconds, 3)) s) "
-        + "| \(grouped(rawPredicate.perSecond)) fetches/s (\(fixed(rawPredicate.seconds, 3)) s) | \(fixed(msPredicate.perSecond / rawPredicate.perSecond)) | |")
+    for (order, ms, raw) in [("DESC", msPredicate, rawPredicate), ("ASC", msAscending, rawAscending)] {
+        say("| \(workload.fetches) predicate fetches, priority \(order), limit \(workload.fetchLimit) | \(grouped(ms.perSecond)) fetches/s (\(fixed(ms.seconds, 3)) s) "
+            + "| \(grouped(raw.perSecond)) fetches/s (\(fixed(raw.seconds, 3)) s) | \(fixed(ms.perSecond / raw.perSecond)) | |")
+    }
     say("| Peak RSS after the ManagedStore insert | \(fixed(peakAfterInsertMB, 1)) MB | | | < 250 MB: \(verdict(peakAfterInsertMB < 250)) |")
     say()
     say("Memory (getrusage ru_maxrss, whole process): \(fixed(baselineMB, 1)) MB before the insert, "

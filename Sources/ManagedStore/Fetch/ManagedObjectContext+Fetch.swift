@@ -149,6 +149,16 @@ extension ManagedObjectContext {
                            values: values, primaryKey: pk)
     }
 
+    /// The SQL and parameters a request runs as (objects result, store only): for tests and
+    /// for explaining a slow fetch.
+    func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
+        let prepared = try prepare(request)
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let sql = selectSQL(prepared, columns: RowSQL.rowColumns(prepared.entity), query: &query,
+                            limit: request.fetchLimit, offset: request.fetchOffset)
+        return (sql, query.bindings)
+    }
+
     /// Whether this context holds unsaved changes to objects of these entities.
     private func hasPendingChanges(in entities: Set<Int>) -> Bool {
         for list in [insertedList, updatedList, deletedList] where list.contains(where: { entities.contains($0.entity.index) }) {
