@@ -1,20 +1,41 @@
 import Foundation
 
 /// The process's memory, as the kernel counts it.
+///
+/// Two peaks, because they differ under `swift run` (what `make bench` uses): Linux carries a
+/// process's `ru_maxrss` across exec, so there it starts at SwiftPM's own peak, while VmHWM
+/// (the high-water mark of this program's address space) starts afresh at exec.
 enum Memory {
+    /// The three numbers at one moment.
+    struct Sample {
+        var maxRSS = Memory.maxRSSMB()
+        var highWaterMark = Memory.highWaterMarkMB()
+        var resident = Memory.residentMB()
+        /// The peak to judge: VmHWM where there is one, else ru_maxrss.
+        var peak: Double { highWaterMark ?? maxRSS }
+    }
+
     /// The largest resident set the process has had so far (getrusage ru_maxrss), in MB.
-    /// It never goes down: it covers everything the process did up to the call.
-    static func peakResidentMB() -> Double {
+    /// It never goes down, and includes whatever ran in this process before exec.
+    static func maxRSSMB() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Double(usage.ru_maxrss) / 1024  // Linux reports kilobytes
     }
 
-    /// The resident set now (/proc/self/statm), in MB; nil where there is no /proc.
-    static func currentResidentMB() -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = Double(fields[1]) else { return nil }
-        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    /// The largest resident set of this program so far (VmHWM in /proc/self/status), in MB.
+    static func highWaterMarkMB() -> Double? { status("VmHWM") }
+
+    /// The resident set now (VmRSS in /proc/self/status), in MB.
+    static func residentMB() -> Double? { status("VmRSS") }
+
+    /// A "Name:   1234 kB" line of /proc/self/status, in MB; nil where there is no /proc.
+    private static func status(_ name: String) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
+            let kilobytes = line.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).first.flatMap { Double($0) }
+            return kilobytes.map { $0 / 1024 }
+        }
+        return nil
     }
 }

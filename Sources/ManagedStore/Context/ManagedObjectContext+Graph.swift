@@ -129,14 +129,20 @@ extension ManagedObjectContext {
             // The target's row stores the key: it must be loaded and written.
             let target = object(with: targetID)
             target.fireFaultIfNeeded()
-            guard !target.isDeleted, !target.isInaccessible, case .toOne(member)? = Optional(target.relationships[r]) else { return }
+            guard !target.isDeleted, !target.isInaccessible, points(target.relationships[r], at: member) else { return }
             target.relationships[r] = .toOne(nil)
             markChanged(target, relationship: r)
         } else {
-            guard let target = lookup(targetID), !target.isFault, case .toOne(member)? = Optional(target.relationships[r]) else { return }
+            guard let target = lookup(targetID), !target.isFault, points(target.relationships[r], at: member) else { return }
             target.relationships[r] = .toOne(nil)
             noteTouched(target)
         }
+    }
+
+    /// Whether a loaded to-one value is `id`.
+    private func points(_ state: RelationshipState, at id: ManagedObjectID) -> Bool {
+        if case .toOne(let target) = state { return target == id }
+        return false
     }
 
     /// Inverse maintenance: `member` now relates to `target` through `target`'s relationship `r`.
