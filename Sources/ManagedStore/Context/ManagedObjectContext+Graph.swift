@@ -36,7 +36,7 @@ extension ManagedObjectContext {
         var stored: Set<ManagedObjectID> = []
         if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
-                let keys = try coordinator.read { connection in
+                let keys = try coordinator.read(throughWriter: readsThroughWriter) { connection in
                     try RowSQL.relatedKeys(connection, model: coordinator.model, entity: object.entity, relationship: relationship, pk: pk)
                 }
                 stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })

@@ -47,10 +47,16 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
+    /// Reads go through the writer connection instead of the reader pool, so that they see
+    /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).
+    public let readsThroughWriter: Bool
+
     /// A new context on the coordinator. Use it only inside `perform` / `performAndWait`.
-    public init(coordinator: PersistentStoreCoordinator, name: String = "context") {
+    /// `readsThroughWriter` is for the one context that saves inside group commits.
+    public init(coordinator: PersistentStoreCoordinator, name: String = "context", readsThroughWriter: Bool = false) {
         self.coordinator = coordinator
         self.name = name
+        self.readsThroughWriter = readsThroughWriter
         self.queue = DispatchQueue(label: "ManagedStore.context.\(name)")
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     }
@@ -229,7 +235,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         } else {
             guard let pk = object.objectID.primaryKey else { return }
             do {
-                row = try coordinator.read { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
+                row = try coordinator.read(throughWriter: readsThroughWriter) { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
             } catch let error as StoreError {
                 throw .store(error)
             } catch {
@@ -332,7 +338,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             return
         }
         let row: StoredRow?
-        do { row = try coordinator.read { try RowSQL.loadRow($0, entity: object.entity, pk: pk) } } catch {
+        do { row = try coordinator.read(throughWriter: readsThroughWriter) { try RowSQL.loadRow($0, entity: object.entity, pk: pk) } } catch {
             preconditionFailure("refresh: could not read \(object.objectID): \(error)")
         }
         guard let row else { markInaccessible(object); return }

@@ -95,7 +95,7 @@ public final class PersistentStoreCoordinator: Sendable {
                     }
                 }
                 return uuid
-            }
+            }.result
         } catch let error as StoreError {
             throw error
         } catch {
@@ -105,24 +105,38 @@ public final class PersistentStoreCoordinator: Sendable {
 
     // MARK: Connections
 
-    /// Runs `body` on a reader (the writer for an in-memory store) inside one read transaction.
-    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        if let readers {
+    /// Runs `body` on a reader (the writer for an in-memory store, or when `throughWriter`)
+    /// inside one read transaction.
+    func read<T>(throughWriter: Bool = false, _ body: (SQLiteConnection) throws -> T) throws -> T {
+        if let readers, !throughWriter {
             return try readers.withReader { connection in try connection.readTransaction { try body(connection) } }
         }
         return try writer.withConnection { connection in try connection.readTransaction { try body(connection) } }
     }
 
-    /// Runs `body` on the writer inside one write transaction; rolls back if it throws.
+    /// Runs `body` on the writer inside one write transaction (a savepoint inside a group
+    /// commit); rolls back if it throws.
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withConnection { connection in
-            let result = try connection.writeTransaction { try body(connection) }
-            commits.add(1, ordering: .relaxed)
+            let (result, committed) = try connection.writeTransaction { try body(connection) }
+            if committed { commits.add(1, ordering: .relaxed) }
             return result
         }
     }
 
-    /// How many write transactions have committed since the store was opened.
+    /// Group commit: runs `body` inside one write transaction that every save made on this
+    /// thread during `body` joins, each as a savepoint of its own (a failing save rolls back
+    /// alone). Returns once the COMMIT is durable; if `body` or the COMMIT throws, nothing of
+    /// it is written. Saves of other threads wait for the transaction to end.
+    ///
+    /// Run it inside the saving context's `performAndWait`, so that the saves happen on the
+    /// thread that holds the transaction.
+    public func performGroupCommit<T>(_ body: () throws -> T) throws -> T {
+        try write { _ in try body() }
+    }
+
+    /// How many write transactions have committed since the store was opened (a group commit
+    /// counts once, however many saves it held).
     public var commitCount: Int { commits.load(ordering: .relaxed) }
 
     // MARK: IDs

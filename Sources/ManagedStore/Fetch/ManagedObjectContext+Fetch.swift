@@ -178,7 +178,7 @@ extension ManagedObjectContext {
 
     private func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         do {
-            return try coordinator.read { connection in
+            return try coordinator.read(throughWriter: readsThroughWriter) { connection in
                 try connection.withStatement(sql) { statement throws(StoreError) in
                     for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
                     var rows: [T] = []

@@ -72,14 +72,34 @@ final class SQLiteConnection {
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    private var savepointDepth = 0
+
     /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so the write lock is taken up front
     /// and a busy store is waited for at BEGIN, never half way). Rolls back on any error.
-    func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+    /// Inside an open transaction (a group commit) it is a SAVEPOINT instead: an error rolls
+    /// back `body`'s writes alone and the enclosing transaction goes on.
+    /// Returns the result and whether this call committed (false for a savepoint).
+    func writeTransaction<T>(_ body: () throws -> T) throws -> (result: T, committed: Bool) {
+        if isInTransaction {
+            savepointDepth += 1
+            let name = "ms_save_\(savepointDepth)"
+            defer { savepointDepth -= 1 }
+            try execute("SAVEPOINT \(name)")
+            do {
+                let result = try body()
+                try execute("RELEASE \(name)")
+                return (result, false)
+            } catch {
+                try? execute("ROLLBACK TO \(name)")
+                try? execute("RELEASE \(name)")
+                throw error
+            }
+        }
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
             try execute("COMMIT")
-            return result
+            return (result, true)
         } catch {
             if isInTransaction { try? execute("ROLLBACK") }
             throw error
