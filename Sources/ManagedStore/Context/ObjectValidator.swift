@@ -71,6 +71,12 @@ struct ObjectValidator {
             }
             return error(.invalidType, "expected a \(attribute.type.rawValue), got a \(value.kindName)")
         }
+        // SQLite stores NaN as NULL, and JSON has no NaN or infinity: refuse them rather than lose them.
+        switch value {
+        case .double(let d) where !d.isFinite: return error(.invalidType, "\(d) is not a finite number")
+        case .float(let f) where !f.isFinite: return error(.invalidType, "\(f) is not a finite number")
+        default: break
+        }
         if let min = attribute.minValue, AttributeValue.compare(value, min) == .orderedAscending {
             return error(.tooSmall, "\(describe(value)) is less than the minimum \(describe(min))")
         }
