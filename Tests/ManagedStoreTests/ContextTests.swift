@@ -85,6 +85,7 @@ struct ContextTests {
             let fetched = try context.fetch(FetchRequest(entityName: "Task", sortDescriptors: [ObjectSortDescriptor("title")]))
             #expect(fetched.first === first)
             #expect(fetched[1].isFault, "fetched objects start as faults")
+            #expect(fetched[1].version == 1, "reading the version fires the fault")
             #expect(fetched[1].value("title", as: String.self) == "b")
             #expect(!fetched[1].isFault)
             // returnsObjectsAsFaults = false materializes at once.

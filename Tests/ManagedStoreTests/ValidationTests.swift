@@ -370,6 +370,31 @@ struct ValidationTests {
         #expect(errors.allSatisfy { !$0.message.isEmpty })
     }
 
+    @Test("a NaN in a non-optional double is refused or kept as NaN, never saved as null")
+    func nanInMandatoryDouble() throws {
+        let model = try ManagedObjectModel(name: "NaN", entities: [
+            EntityDescription(name: "Reading", attributes: [AttributeDescription(name: "value", type: .double, isOptional: false)]),
+        ])
+        let container = try PersistentContainer(model: model, store: .inMemory)
+        let context = container.newBackgroundContext()
+        let outcome: Result<ManagedObjectID, SaveError> = context.performAndWait {
+            let reading = context.insertNewObject(forEntityName: "Reading")
+            reading.setValue(Double.nan, forKey: "value")
+            do { try context.save() } catch let error as SaveError { return .failure(error) } catch { fatalError("save threw \(error)") }
+            return .success(reading.objectID)
+        }
+        switch outcome {
+        case .failure(let error):
+            guard case .validation(let errors) = error else { Issue.record("expected a validation error, got \(error)"); return }
+            #expect(errors.map(\.property) == ["value"])
+        case .success(let id):
+            let reader = container.newBackgroundContext(name: "reader")
+            let stored = reader.performAndWait { reader.object(with: id).attributeValue(forKey: "value") }
+            #expect(stored != .null, "a non-optional attribute was saved as null")
+            if case .double(let v) = stored { #expect(v.isNaN) }
+        }
+    }
+
     @Test("a non-optional to-one relationship left empty is missing-mandatory-property")
     func mandatoryToOne() throws {
         let container = try Self.makeContainer()

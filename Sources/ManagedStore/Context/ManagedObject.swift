@@ -34,7 +34,14 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     var committedAttributes: [AttributeValue] = []
     var committedRelationships: [RelationshipState] = []
     /// The optimistic-locking version the values were read at; 0 while never saved.
-    public internal(set) var version: Int64 = 0
+    var committedVersion: Int64 = 0
+
+    /// The optimistic-locking version the object's values were read at (firing a fault reads
+    /// it); 0 for an object never saved. Each save that changes the object adds one.
+    public var version: Int64 {
+        fireFaultIfNeeded()
+        return committedVersion
+    }
 
     public internal(set) var isInserted = false
     public internal(set) var isDeleted = false
@@ -61,7 +68,7 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 
     public var description: String {
-        isFault ? "<\(objectID) fault>" : "<\(objectID) v\(version)\(isInserted ? " inserted" : "")\(isUpdated ? " updated" : "")\(isDeleted ? " deleted" : "")>"
+        isFault ? "<\(objectID) fault>" : "<\(objectID) v\(committedVersion)\(isInserted ? " inserted" : "")\(isUpdated ? " updated" : "")\(isDeleted ? " deleted" : "")>"
     }
 
     public var entityName: String { entity.name }

@@ -104,7 +104,7 @@ extension ManagedObjectContext {
             addLinkChanges(of: object, to: &changes)
             guard !changedAttributes.isEmpty || !changedForeignKeys.isEmpty || otherRelationshipChanged else { continue }
             changes.updates.append(ChangeSet.Update(
-                id: object.objectID, entity: entity, baseVersion: object.version,
+                id: object.objectID, entity: entity, baseVersion: object.committedVersion,
                 attributes: object.attributes, changedAttributes: changedAttributes,
                 foreignKeys: entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) },
                 changedForeignKeys: changedForeignKeys.sorted()))
@@ -113,7 +113,7 @@ extension ManagedObjectContext {
             addLinkChanges(of: object, to: &changes)
         }
         for object in deletedList {
-            changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.version))
+            changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.committedVersion))
         }
         return changes
     }
@@ -163,7 +163,7 @@ extension ManagedObjectContext {
                 }
                 let changed = object.changedAttributes.map { entity.attributes[$0].name } + object.changedRelationships.map { entity.relationships[$0].name }
                 return MergeConflict(
-                    objectID: object.objectID, oldVersion: object.version, newVersion: conflict.row?.version ?? 0,
+                    objectID: object.objectID, oldVersion: object.committedVersion, newVersion: conflict.row?.version ?? 0,
                     objectSnapshot: object.isDeleted ? nil : rowSnapshot(entity, object.attributes, entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }),
                     cachedSnapshot: rowSnapshot(entity, object.committedAttributes, entity.foreignKeyRelationships.map { toOneTarget(object.committedRelationships[$0]) }),
                     persistedSnapshot: persisted, changedProperties: Set(changed))
@@ -194,11 +194,11 @@ extension ManagedObjectContext {
         let written = Set(changes.updates.map(\.id))
         for object in insertedList {
             object.isInserted = false
-            object.version = 1
+            object.committedVersion = 1
             commit(object)
         }
         for object in updatedList {
-            if written.contains(object.objectID) { object.version += 1 }
+            if written.contains(object.objectID) { object.committedVersion += 1 }
             commit(object)
         }
         for object in touchedList where !object.isFault { commit(object) }

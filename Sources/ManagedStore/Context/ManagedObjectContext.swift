@@ -248,7 +248,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     func materialize(_ object: ManagedObject, from row: StoredRow) {
         let entity = object.entity
         object.prefetchedRow = nil
-        object.version = row.version
+        object.committedVersion = row.version
         object.attributes = row.attributes
         var relationships = [RelationshipState](repeating: .unloaded, count: entity.relationships.count)
         for (position, r) in entity.foreignKeyRelationships.enumerated() {

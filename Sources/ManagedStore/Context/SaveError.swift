@@ -18,6 +18,13 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     public let code: ValidationErrorCode
     public let message: String
 
+    public init(objectID: ManagedObjectID, property: String?, code: ValidationErrorCode, message: String) {
+        self.objectID = objectID
+        self.property = property
+        self.code = code
+        self.message = message
+    }
+
     public var description: String {
         "\(objectID)\(property.map { ".\($0)" } ?? ""): \(code.rawValue): \(message)"
     }
