@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "ManagedStore", targets: ["ManagedStore"]),
+        .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer"]),
         .executable(name: "managedstore", targets: ["managedstore"]),
     ],
     dependencies: [
@@ -29,10 +30,16 @@ let package = Package(
             dependencies: ["CSQLite"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        .target(
+            name: "ManagedStoreServer",
+            dependencies: ["ManagedStore", "CMicroHTTPD"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "managedstore",
             dependencies: [
                 "ManagedStore",
+                "ManagedStoreServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -40,6 +47,11 @@ let package = Package(
         .testTarget(
             name: "ManagedStoreTests",
             dependencies: ["ManagedStore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "ManagedStoreServerTests",
+            dependencies: ["ManagedStoreServer", "ManagedStore"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -1,0 +1,112 @@
+import Foundation
+import ManagedStore
+
+/// The query parameters of `GET /v1/objects/{Entity}`, checked: where, sort, limit, offset,
+/// after, fields, include, count.
+struct FetchQuery {
+    static let defaultLimit = 100
+    static let maxLimit = 1000
+    static let parameters: Set<String> = ["where", "sort", "limit", "offset", "after", "fields", "include", "count"]
+
+    var predicate: ObjectPredicate?
+    var sorts: [ObjectSortDescriptor] = []
+    var limit = defaultLimit
+    var offset = 0
+    var after: FetchCursor?
+    var fields: Set<String>?
+    var include = IncludeTree()
+    var wantsCount = false
+
+    init(_ request: HTTPRequest, entity: EntityDescription, model: ManagedObjectModel, allowed: Set<String> = parameters) throws(Problem) {
+        for (name, _) in request.query where !allowed.contains(name) {
+            throw Problem.badRequest("unknown query parameter '\(name)' (known: \(allowed.sorted().joined(separator: ", ")))")
+        }
+        if let text = request.queryValue("where") {
+            do { predicate = try ObjectPredicate(format: text) } catch {
+                throw Problem.invalidPredicate("\(error.message) at column \(error.column)", position: error.column)
+            }
+        }
+        if let text = request.queryValue("sort") {
+            sorts = try Self.sorts(text, entity: entity)
+        }
+        if let text = request.queryValue("limit") {
+            guard let value = Int(text), value >= 1 else { throw Problem.badRequest("limit must be a whole number from 1 to \(Self.maxLimit)") }
+            guard value <= Self.maxLimit else { throw Problem.badRequest("limit \(value) is over the maximum of \(Self.maxLimit)") }
+            limit = value
+        }
+        if let text = request.queryValue("offset") {
+            guard let value = Int(text), value >= 0 else { throw Problem.badRequest("offset must be a whole number, 0 or more") }
+            offset = value
+        }
+        if let text = request.queryValue("after") {
+            guard let cursor = FetchCursor(token: text) else { throw Problem.badRequest("'after' is not a cursor this server made (use the 'next' of a page)") }
+            after = cursor
+        }
+        if let text = request.queryValue("fields") {
+            var names: Set<String> = []
+            for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
+                guard entity.attribute(named: name) != nil || entity.relationship(named: name) != nil else {
+                    throw Problem.unknownProperty(entity.name, name)
+                }
+                names.insert(name)
+            }
+            fields = names
+        }
+        if let text = request.queryValue("include") {
+            include = try IncludeTree(text, entity: entity, model: model)
+        }
+        if let text = request.queryValue("count") {
+            switch text {
+            case "true", "1", "": wantsCount = true
+            case "false", "0": wantsCount = false
+            default: throw Problem.badRequest("count must be true or false")
+            }
+        }
+    }
+
+    /// `-priority,title[c]`: a minus for descending, an optional [c]/[d]/[cd] for folded order.
+    static func sorts(_ text: String, entity: EntityDescription) throws(Problem) -> [ObjectSortDescriptor] {
+        var result: [ObjectSortDescriptor] = []
+        for raw in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !raw.isEmpty {
+            var key = Substring(raw)
+            let ascending = !key.hasPrefix("-")
+            if key.hasPrefix("-") || key.hasPrefix("+") { key = key.dropFirst() }
+            var options: ComparisonOptions = []
+            if key.hasSuffix("]"), let open = key.lastIndex(of: "[") {
+                for letter in key[key.index(after: open)..<key.index(before: key.endIndex)] {
+                    switch letter {
+                    case "c": options.insert(.caseInsensitive)
+                    case "d": options.insert(.diacriticInsensitive)
+                    default: throw Problem.badRequest("unknown sort option '\(letter)' in '\(raw)' (use [c], [d] or [cd])")
+                    }
+                }
+                key = key[..<open]
+            }
+            guard !key.isEmpty else { throw Problem.badRequest("empty sort key in '\(text)'") }
+            result.append(ObjectSortDescriptor(String(key), ascending: ascending, options: options))
+        }
+        return result
+    }
+
+    /// The library request for this query (one more than the limit, to know if a next page exists).
+    func fetchRequest(entity: String) -> FetchRequest {
+        FetchRequest(entityName: entity, predicate: predicate, sortDescriptors: sorts, fetchLimit: limit + 1, fetchOffset: offset,
+                     includesPendingChanges: false, after: after)
+    }
+}
+
+extension Problem {
+    /// A fetch error as the contract's 400: unknown key paths name the path.
+    static func fetch(_ error: FetchError, entity: String) -> Problem {
+        switch error {
+        case .unknownEntity(let name): return .unknownEntity(name)
+        case let .unknownKeyPath(path, on):
+            return Problem(status: 400, code: "unknown-property", title: "Unknown property", detail: "unknown key path '\(path)' on \(on)",
+                           extra: [("entity", .string(on)), ("property", .string(path))])
+        case .unsupportedKeyPath, .incompatibleTypes, .invalidPredicate:
+            return .invalidPredicate(error.description)
+        case .invalidRequest(let detail): return .badRequest(detail)
+        case .store(let error): return .internalError(error.description)
+        }
+    }
+}

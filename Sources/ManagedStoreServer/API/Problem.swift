@@ -1,0 +1,71 @@
+import ManagedStore
+
+/// An error answer in RFC 9457 problem+json, with the contract's stable `code`.
+struct Problem: Error, Sendable {
+    let status: Int
+    let code: String
+    let title: String
+    let detail: String
+    /// Members added after the standard ones (`errors`, `conflicts`, `position`, ...).
+    var extra: [(String, JSONValue)] = []
+    var headers: [(name: String, value: String)] = []
+
+    var response: HTTPResponse {
+        var members: [(String, JSONValue)] = [
+            ("type", .string("urn:managedstore:\(code)")), ("title", .string(title)), ("status", .number(String(status))),
+            ("code", .string(code)), ("detail", .string(detail)),
+        ]
+        members += extra
+        var writer = JSONWriter(reservingCapacity: 256)
+        writer.write(.object(members))
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: writer.bytes)
+    }
+
+    static func badRequest(_ detail: String) -> Problem { Problem(status: 400, code: "bad-request", title: "Bad request", detail: detail) }
+    static func invalidJSON(_ detail: String) -> Problem { Problem(status: 400, code: "invalid-json", title: "Invalid JSON", detail: detail) }
+    static func unknownEntity(_ name: String) -> Problem {
+        Problem(status: 404, code: "unknown-entity", title: "Unknown entity", detail: "the model has no entity '\(name)'",
+                extra: [("entity", .string(name))])
+    }
+    static func unknownProperty(_ entity: String, _ property: String) -> Problem {
+        Problem(status: 400, code: "unknown-property", title: "Unknown property", detail: "\(entity) has no property '\(property)'",
+                extra: [("entity", .string(entity)), ("property", .string(property))])
+    }
+    static func invalidPredicate(_ detail: String, position: Int? = nil) -> Problem {
+        Problem(status: 400, code: "invalid-predicate", title: "Invalid predicate", detail: detail,
+                extra: position.map { [("position", .number(String($0)))] } ?? [])
+    }
+    static func notFound(_ detail: String) -> Problem { Problem(status: 404, code: "not-found", title: "Not found", detail: detail) }
+    static func preconditionRequired() -> Problem {
+        Problem(status: 428, code: "precondition-required", title: "Precondition required",
+                detail: "this server requires the base version of every change: send If-Match: \"<version>\" or \"_version\" in the body")
+    }
+    static func payloadTooLarge(limit: Int) -> Problem {
+        Problem(status: 413, code: "payload-too-large", title: "Payload too large", detail: "the request body is larger than \(limit) bytes",
+                headers: [("Connection", "close")])
+    }
+    static func unsupportedMediaType(_ detail: String) -> Problem {
+        Problem(status: 415, code: "unsupported-media-type", title: "Unsupported media type", detail: detail)
+    }
+    static func methodNotAllowed(_ method: String, allowed: [String]) -> Problem {
+        Problem(status: 405, code: "method-not-allowed", title: "Method not allowed", detail: "\(method) is not allowed here",
+                headers: [("Allow", allowed.joined(separator: ", "))])
+    }
+    static func notImplemented(_ detail: String) -> Problem {
+        Problem(status: 501, code: "not-implemented", title: "Not implemented", detail: detail)
+    }
+    static func unavailable(_ detail: String) -> Problem {
+        Problem(status: 503, code: "unavailable", title: "Service unavailable", detail: detail, headers: [("Retry-After", "1")])
+    }
+    static func internalError(_ detail: String) -> Problem {
+        Problem(status: 500, code: "internal", title: "Internal server error", detail: detail)
+    }
+    static func validation(_ errors: [ValidationError], ids: (ManagedObjectID) -> String) -> Problem {
+        Problem(status: 422, code: "validation", title: "Validation failed",
+                detail: "\(errors.count) validation error\(errors.count == 1 ? "" : "s")",
+                extra: [("errors", .array(errors.map { error in
+                    .object([("object", .string(ids(error.objectID))), ("property", error.property.map(JSONValue.string) ?? .null),
+                             ("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+                }))])
+    }
+}

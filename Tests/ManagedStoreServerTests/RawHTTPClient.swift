@@ -1,0 +1,101 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking HTTP/1.1 client over one TCP connection, for tests that need control over the
+/// bytes: keep-alive reuse, half-sent bodies, invalid UTF-8, huge headers.
+final class RawHTTPClient {
+    struct Response {
+        let status: Int
+        let headers: [String: String]
+        let body: [UInt8]
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: Any]? { (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] }
+        func header(_ name: String) -> String? { headers[name.lowercased()] }
+    }
+
+    enum ClientError: Error { case connect(String), closed, timeout, malformed(String) }
+
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16, timeout: TimeInterval = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &address.sin_addr)
+        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw ClientError.connect(String(cString: strerror(errno)))
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw ClientError.closed }
+            offset += n
+        }
+    }
+
+    /// Sends a request; `Content-Length` is added for a body unless given.
+    func request(_ method: String, _ path: String, headers: [(String, String)] = [], body: [UInt8]? = nil) throws -> Response {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let body, !headers.contains(where: { $0.0.lowercased() == "content-length" }) { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        try send(Array(head.utf8) + (body ?? []))
+        return try readResponse()
+    }
+
+    func json(_ method: String, _ path: String, _ json: String, headers: [(String, String)] = []) throws -> Response {
+        try request(method, path, headers: [("Content-Type", "application/json")] + headers, body: Array(json.utf8))
+    }
+
+    private func fill() throws {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 { throw ClientError.closed }
+        if n < 0 { throw errno == EAGAIN || errno == EWOULDBLOCK ? ClientError.timeout : ClientError.closed }
+        buffer += chunk[0..<n]
+    }
+
+    func readResponse() throws -> Response {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var headerEnd: Int?
+        while headerEnd == nil {
+            if let range = buffer.firstRange(of: separator) { headerEnd = range.lowerBound; break }
+            try fill()
+        }
+        let head = String(decoding: buffer[..<headerEnd!], as: UTF8.self)
+        buffer.removeFirst(headerEnd! + 4)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw ClientError.malformed(head) }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        while buffer.count < length { try fill() }
+        let body = Array(buffer[..<length])
+        buffer.removeFirst(length)
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// Whether the server has closed the connection (reads end of stream).
+    func isClosedByServer() -> Bool {
+        do { try fill(); return false } catch ClientError.closed { return true } catch { return false }
+    }
+}

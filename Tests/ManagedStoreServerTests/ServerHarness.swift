@@ -1,0 +1,64 @@
+import Foundation
+@testable import ManagedStore
+@testable import ManagedStoreServer
+
+/// A real server on a free loopback port, over the task tracker, for one test.
+final class ServerHarness: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is a constant set in init.
+    let server: ManagedStoreServer
+    let coordinator: PersistentStoreCoordinator
+    let directory: URL?
+
+    init(inMemory: Bool = true, configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
+        var service = ServiceConfiguration()
+        var http = HTTPServer.Configuration()
+        http.port = 0
+        http.connectionTimeout = 3
+        configure(&service, &http)
+        let store: StoreDescription
+        if inMemory {
+            directory = nil
+            store = .inMemory
+        } else {
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-server-\(UUID().uuidString)")
+            directory = folder
+            store = .sqlite(folder.appendingPathComponent("store.sqlite"), readerCount: service.readContexts, durability: .normal)
+        }
+        coordinator = try PersistentStoreCoordinator(model: .taskTracker(), store: store)
+        server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
+        try server.start()
+    }
+
+    deinit {
+        server.stop()
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    var port: UInt16 { server.port }
+
+    func client() throws -> RawHTTPClient { try RawHTTPClient(port: port) }
+
+    /// One request on a fresh connection.
+    func request(_ method: String, _ path: String, json: String? = nil, headers: [(String, String)] = []) throws -> RawHTTPClient.Response {
+        let client = try client()
+        if let json { return try client.json(method, path, json, headers: headers) }
+        return try client.request(method, path, headers: headers)
+    }
+
+    /// Row counts of every entity, read straight from the store: "the store is unchanged" checks.
+    func counts() throws -> [String: Int] {
+        let context = ManagedObjectContext(coordinator: coordinator, name: "check")
+        return try context.performAndWait {
+            var result: [String: Int] = [:]
+            for entity in ["Project", "Task", "Tag"] { result[entity] = try context.count(for: FetchRequest(entityName: entity)) }
+            return result
+        }
+    }
+}
+
+extension String {
+    /// Percent-encodes a query value (spaces as %20, and everything but unreserved characters).
+    var queryEncoded: String {
+        addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? self
+    }
+}
