@@ -4,8 +4,9 @@
 SWIFT ?= swift
 # ThreadSanitizer builds into its own folder so that it never invalidates the normal build.
 TSAN_SCRATCH ?= .build-tsan
+PORT ?= 8080
 
-.PHONY: deps build run test test-unit test-tsan bench clean
+.PHONY: deps build run demo test test-unit test-tsan test-openapi openapi bench bench-http clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -13,21 +14,34 @@ deps:
 build: deps
 	$(SWIFT) build
 
-## make run: the demo on the built-in task tracker, with its store in ./data/demo.sqlite
+## make run: the server on the built-in task tracker, store in ./data/demo.sqlite, on 127.0.0.1:$(PORT)
 run: deps
+	$(SWIFT) build -c release --product managedstore
+	./.build/release/managedstore serve --demo --store ./data/demo.sqlite --port $(PORT)
+
+## make demo: the library demo (a background context inserting while another reads)
+demo: deps
 	$(SWIFT) build --product managedstore
 	./.build/debug/managedstore demo --store ./data/demo.sqlite
 
-## make test: every test, then the library tests once more under ThreadSanitizer
-test: test-unit test-tsan
+## make test: every test, the OpenAPI document's validity, then the library tests again under ThreadSanitizer
+test: test-openapi test-unit test-tsan
 
 test-unit: deps
 	$(SWIFT) test
 
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	MANAGEDSTORE_STRESS_SECONDS=2 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests
 
-## make bench: the release-built benchmarks (their own package under Benchmarks/)
+test-openapi: deps
+	@python3 -c "import yaml, openapi_spec_validator" 2>/dev/null || python3 -m pip install -q pyyaml openapi-spec-validator
+	python3 scripts/openapi.py check
+
+## make openapi: regenerate the server's copy of openapi/openapi.yaml after editing it
+openapi:
+	python3 scripts/openapi.py generate
+
+## make bench: the release-built library benchmarks (their own package under Benchmarks/)
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release managedstore-bench
 
