@@ -21,8 +21,13 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         let statePointer = Unmanaged.passUnretained(state).toOpaque()
         MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, statePointer)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
-        if let declared = state.headers["content-length"], let length = Int(declared), length > limit { state.tooLarge = true }
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
+        if let declared = state.headers["content-length"], let length = Int(declared), length > limit {
+            // Refuse before reading any of it. (Answering on this first call makes MHD close the
+            // connection afterwards, which is what a refused upload wants.)
+            state.tooLarge = true
+            return mhdQueue(connection, Problem.payloadTooLarge(limit: limit).response)
+        }
         return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
@@ -39,8 +44,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
             }
         }
         uploadDataSize.pointee = 0
-        // Refuse as soon as the limit is passed, before the rest of the body arrives.
-        return state.tooLarge ? mhdQueue(connection, Problem.payloadTooLarge(limit: limit).response) : .YES
+        // A body without a declared length (chunked) that passes the limit is discarded as it
+        // arrives, never buffered, and refused once it ends: MHD does not take a response in
+        // the middle of an upload.
+        return .YES
     }
     if state.tooLarge { return mhdQueue(connection, Problem.payloadTooLarge(limit: limit).response) }
     if server.isStopping { return mhdQueue(connection, Problem.unavailable("the server is shutting down").response) }
