@@ -75,6 +75,19 @@ struct ErrorTests {
         #expect(try harness.counts()["Task"] == 0)
     }
 
+    @Test("unavailable (503 with Retry-After) once the service stops accepting writes")
+    func unavailable() throws {
+        let harness = try ServerHarness()
+        #expect(try harness.request("GET", "/v1/readyz").status == 200)
+        harness.server.service.stop()
+        let ready = try harness.request("GET", "/v1/readyz")
+        Self.check(ready, 503, "unavailable")
+        #expect(ready.header("Retry-After") != nil)
+        Self.check(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "late"}"#), 503, "unavailable")
+        #expect(try harness.request("GET", "/v1/healthz").status == 200, "alive, just not ready")
+        #expect(try harness.counts()["Tag"] == 0)
+    }
+
     @Test("validation errors list every broken rule of the write")
     func validationDetails() throws {
         let harness = try ServerHarness()

@@ -29,19 +29,26 @@ final class WriteQueue: @unchecked Sendable {
         self.executor = WriteExecutor(context: context)
     }
 
+    private var started = false
+
     func start() {
+        condition.lock()
+        started = true
+        condition.unlock()
         let thread = Thread { [self] in self.run() }
         thread.name = "ManagedStore.write-queue"
         thread.start()
     }
 
-    /// Waits for the requests already queued to be answered, then ends the thread.
+    /// Waits for the requests already queued to be answered, then ends the thread. Stopping a
+    /// stopped queue returns at once.
     func stop() {
         condition.lock()
+        let wasRunning = running
         running = false
         condition.signal()
         condition.unlock()
-        stopped.wait()
+        if wasRunning && started { stopped.wait() }
     }
 
     func submit(_ job: WriteJob) {
