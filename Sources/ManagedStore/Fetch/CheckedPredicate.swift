@@ -21,6 +21,48 @@ indirect enum CheckedPredicate: Sendable {
         }
     }
 
+    /// The same predicate with double negations removed and nested ANDs (ORs) merged.
+    var simplified: CheckedPredicate {
+        switch self {
+        case .constant, .comparison: return self
+        case .not(let inner):
+            if case .not(let twice) = inner { return twice.simplified }
+            return .not(inner.simplified)
+        case .and(let ps):
+            return .and(ps.flatMap { p -> [CheckedPredicate] in
+                let s = p.simplified
+                if case .and(let inner) = s { return inner }
+                return [s]
+            })
+        case .or(let ps):
+            return .or(ps.flatMap { p -> [CheckedPredicate] in
+                let s = p.simplified
+                if case .or(let inner) = s { return inner }
+                return [s]
+            })
+        }
+    }
+
+    /// How many SUBQUERYs and aggregates nest in one another.
+    var subqueryNesting: Int {
+        switch self {
+        case .constant: return 0
+        case .comparison(let c): return max(c.lhs.subqueryNesting, c.rhs.subqueryNesting)
+        case .and(let ps), .or(let ps): return ps.map(\.subqueryNesting).max() ?? 0
+        case .not(let p): return p.subqueryNesting
+        }
+    }
+
+    /// How deeply the SQL of this predicate nests (balanced AND/OR count as one level).
+    var depth: Int {
+        switch self {
+        case .constant: return 0
+        case .comparison(let c): return 1 + max(c.lhs.depth, c.rhs.depth) + (c.quantifier == .scalar ? 0 : 1)
+        case .and(let ps), .or(let ps): return 1 + (ps.map(\.depth).max() ?? 0)
+        case .not(let p): return 1 + p.depth
+        }
+    }
+
     /// Whether the answer for an object depends on objects other than itself.
     var followsRelationships: Bool { entitiesRead.count > 1 || readsRelated }
 
@@ -69,6 +111,24 @@ indirect enum CheckedOperand: Sendable {
         }
     }
 
+    var subqueryNesting: Int {
+        switch self {
+        case .keyPath, .value, .list: return 0
+        case .aggregate: return 1
+        case .subqueryCount(_, _, let predicate): return 1 + predicate.subqueryNesting
+        }
+    }
+
+    /// SQL nesting this operand adds: a to-many step or a subquery is a level each.
+    var depth: Int {
+        switch self {
+        case .keyPath(let k): return k.steps.filter(\.isToMany).count
+        case .value, .list: return 0
+        case .aggregate: return 1
+        case .subqueryCount(_, _, let predicate): return 1 + predicate.depth
+        }
+    }
+
     var readsRelated: Bool {
         switch self {
         case .keyPath(let k): return !k.steps.isEmpty || { if case .toOne = k.terminal { return true } else { return false } }()
@@ -90,6 +150,28 @@ struct PredicateChecker {
         self.model = model
         self.root = root
         self.storeIdentifier = storeIdentifier
+    }
+
+    /// The deepest nesting a checked predicate may have: SQLite's parser overflows its stack
+    /// not far beyond this, and no sensible query comes near it.
+    static let maxDepth = 24
+    /// SQLite's parser overflows at 8 SUBQUERYs (or aggregates) nested in one another
+    /// (measured with 3.40.1); one level of margin below that.
+    static let maxSubqueryNesting = 6
+
+    /// Checks `predicate` and simplifies it (no double negations, no AND inside AND), then
+    /// refuses what would nest deeper than SQLite can parse.
+    func checkTopLevel(_ predicate: ObjectPredicate) throws(FetchError) -> CheckedPredicate {
+        let checked = try check(predicate).simplified
+        let nesting = checked.subqueryNesting
+        guard nesting <= Self.maxSubqueryNesting else {
+            throw .invalidPredicate("the predicate nests \(nesting) SUBQUERYs or aggregates in one another; at most \(Self.maxSubqueryNesting)")
+        }
+        let depth = checked.depth
+        guard depth <= Self.maxDepth else {
+            throw .invalidPredicate("the predicate nests \(depth) levels deep (NOT, AND/OR, SUBQUERY, to-many key paths); at most \(Self.maxDepth)")
+        }
+        return checked
     }
 
     func check(_ predicate: ObjectPredicate) throws(FetchError) -> CheckedPredicate {
@@ -247,6 +329,9 @@ struct PredicateChecker {
         let left = type(of: lhs), right = type(of: rhs)
         let name = text(lhs)
         if op.isStringOperator {
+            for side in [lhs, rhs] {
+                if case .list = side { throw .invalidPredicate("\(op.rawValue) compares single strings, not a {list} (use IN for a list)") }
+            }
             for (side, t) in [(lhs, left), (rhs, right)] {
                 if let t, t != .attribute(.string) {
                     throw .incompatibleTypes(keyPath: text(side), detail: "\(op.rawValue) works on strings")

@@ -76,7 +76,9 @@ struct PredicateLexer {
             if !escaped && Self.keywords.contains(upper) { return token(.keyword(upper)) }
             return token(.identifier(name))
         }
-        if ("0"..."9").contains(c) || (c == "." && peek(1).map { ("0"..."9").contains($0) } == true) {
+        func isDigit(_ s: Unicode.Scalar?) -> Bool { s.map { ("0"..."9").contains($0) } ?? false }
+        // A number; a minus sign belongs to it (the language has no subtraction).
+        if isDigit(c) || (c == "." && isDigit(peek(1))) || (c == "-" && (isDigit(peek(1)) || (peek(1) == "." && isDigit(peek(2))))) {
             return try number(start: start, column: column)
         }
         switch c {
@@ -119,13 +121,15 @@ struct PredicateLexer {
     }
 
     private mutating func number(start: Int, column: Int) throws(PredicateParseError) -> PredicateToken {
+        let negative = current == "-"
+        if negative { position += 1 }
         if current == "0", let x = peek(1), x == "x" || x == "X" {
             position += 2
             let digitsStart = position
             while let d = current, d.properties.isASCIIHexDigit { position += 1 }
             let text = String(String.UnicodeScalarView(scalars[digitsStart..<position]))
-            guard let value = Int64(text, radix: 16) else { throw PredicateParseError("invalid hexadecimal number", column: column) }
-            return PredicateToken(kind: .integer(value), column: column, text: "0x" + text)
+            guard let value = Int64((negative ? "-" : "") + text, radix: 16) else { throw PredicateParseError("invalid hexadecimal number", column: column) }
+            return PredicateToken(kind: .integer(value), column: column, text: (negative ? "-0x" : "0x") + text)
         }
         var isReal = false
         while let d = current, ("0"..."9").contains(d) { position += 1 }

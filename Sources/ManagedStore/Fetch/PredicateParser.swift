@@ -167,7 +167,7 @@ struct PredicateParser {
         switch current.kind {
         case .identifier, .string, .integer, .real, .variable, .format: return true
         case .keyword(let k): return ["YES", "NO", "TRUE", "FALSE", "NIL", "NULL", "SUBQUERY", "CAST"].contains(k)
-        case .symbol(let s): return s == "{" || s == "-"
+        case .symbol(let s): return s == "{"
         default: return false
         }
     }
@@ -189,7 +189,7 @@ struct PredicateParser {
             return try nested { p throws(PredicateParseError) in try p.parseSubquery() }
         case .keyword("CAST"):
             advance()
-            return try parseCast()
+            return try nested { p throws(PredicateParseError) in try p.parseCast() }
         case .variable(let name):
             advance()
             if isSymbol(".") { return try parseKeyPath(first: "$" + name, column: token.column) }

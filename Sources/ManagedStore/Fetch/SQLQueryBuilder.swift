@@ -206,21 +206,30 @@ struct SQLQueryBuilder {
     mutating func condition(_ predicate: CheckedPredicate) -> String {
         switch predicate {
         case .constant(let b): return b ? "1" : "0"
-        case .and(let ps): return ps.isEmpty ? "1" : "(" + ps.map { condition($0) }.joined(separator: " AND ") + ")"
-        case .or(let ps): return ps.isEmpty ? "0" : "(" + ps.map { condition($0) }.joined(separator: " OR ") + ")"
+        case .and(let ps): return ps.isEmpty ? "1" : balanced(ps[...], "AND")
+        case .or(let ps): return ps.isEmpty ? "0" : balanced(ps[...], "OR")
         case .not(let p): return "(NOT \(condition(p)))"
         case .comparison(let c): return comparison(c)
         }
     }
 
+    /// `a AND b AND c …` as a balanced tree: SQLite parses a flat chain into a tree as deep as
+    /// it is long, and refuses trees deeper than 1000.
+    private mutating func balanced(_ terms: ArraySlice<CheckedPredicate>, _ op: String) -> String {
+        if terms.count <= 8 { return "(" + terms.map { condition($0) }.joined(separator: " \(op) ") + ")" }
+        let middle = terms.startIndex + terms.count / 2
+        return "(" + balanced(terms[..<middle], op) + " \(op) " + balanced(terms[middle...], op) + ")"
+    }
+
     private mutating func comparison(_ c: CheckedComparison) -> String {
         guard c.quantifier != .scalar, case .keyPath(let keyPath) = c.lhs else {
             let left = operand(c.lhs, options: c.options.forOperator(c.op))
-            return leaf(left, c)
+            return leaf(left, c, repeatable: isColumn(c.lhs) && c.options.forOperator(c.op).isEmpty)
         }
         let exists = self.exists(keyPath, from: 0, base: rootAlias(keyPath)) { builder, element in
-            let value = c.options.forOperator(c.op).isEmpty ? element : "ms_fold(\(element), \(c.options.rawValue))"
-            let test = builder.leaf(value, c)
+            let plain = c.options.forOperator(c.op).isEmpty
+            let value = plain ? element : "ms_fold(\(element), \(c.options.rawValue))"
+            let test = builder.leaf(value, c, repeatable: plain && builder.isColumnTerminal(keyPath.terminal))
             return c.quantifier == .all ? "(NOT \(test))" : test
         }
         switch c.quantifier {
@@ -229,8 +238,22 @@ struct SQLQueryBuilder {
         }
     }
 
-    /// One element (or scalar) `left` against the right side of `c`, two-valued.
-    private mutating func leaf(_ left: String, _ c: CheckedComparison) -> String {
+    /// Whether an operand's SQL is a plain column, cheap to write twice (and then usable with an
+    /// index); anything else (a subquery, a folded value) is written once.
+    private func isColumn(_ operand: CheckedOperand) -> Bool {
+        guard case .keyPath(let keyPath) = operand else { return false }
+        return isColumnTerminal(keyPath.terminal)
+    }
+
+    func isColumnTerminal(_ terminal: ResolvedKeyPath.Terminal) -> Bool {
+        if case let .toOne(e, r) = terminal, case .inverseForeignKey = model.schema[e].relationships[r].storage { return false }
+        return true
+    }
+
+    /// One element (or scalar) `left` against the right side of `c`, two-valued. `left` is
+    /// written more than once only when `repeatable`; otherwise `coalesce(…, 0)` makes the
+    /// comparison two-valued with a single copy (nested subqueries would double at each level).
+    private mutating func leaf(_ left: String, _ c: CheckedComparison, repeatable: Bool) -> String {
         let options = c.options.forOperator(c.op)
         switch c.op {
         case .in, .between:
@@ -239,15 +262,16 @@ struct SQLQueryBuilder {
                 guard items.count == 2 else { return "0" }
                 let low = bindValue(items[0], options: options), high = bindValue(items[1], options: options)
                 if low == "NULL" || high == "NULL" { return "0" }
+                if !repeatable { return "coalesce(\(left) BETWEEN \(low) AND \(high), 0)" }
                 return "(\(left) >= \(low) AND \(left) <= \(high) AND \(left) IS NOT NULL)"
             }
             let nonNull = items.filter { if case .attribute(.null) = $0 { return false } else { return true } }
-            var parts: [String] = []
-            if !nonNull.isEmpty {
-                parts.append("coalesce(\(left) IN (\(nonNull.map { bindValue($0, options: options) }.joined(separator: ", "))), 0)")
-            }
-            if nonNull.count < items.count { parts.append("\(left) IS NULL") }
-            return parts.isEmpty ? "0" : "(" + parts.joined(separator: " OR ") + ")"
+            let matchesNull = nonNull.count < items.count
+            guard !nonNull.isEmpty else { return matchesNull ? "(\(left) IS NULL)" : "0" }
+            // With nulls taken out of the list, `x IN (…)` is NULL exactly when x is NULL: one
+            // copy of x, and a null x matches only if the list held a null.
+            let list = nonNull.map { bindValue($0, options: options) }.joined(separator: ", ")
+            return "coalesce(\(left) IN (\(list)), \(matchesNull ? 1 : 0))"
         case .beginsWith, .endsWith, .contains, .like, .matches:
             let right = operand(c.rhs, options: [])
             return "ms_strop(\(c.op.stringCode!.rawValue), \(left), \(right), \(c.options.rawValue))"
@@ -264,7 +288,7 @@ struct SQLQueryBuilder {
             case .equal: return "(\(left) IS \(right))"
             case .notEqual: return "(\(left) IS NOT \(right))"
             default:
-                if case .value = c.rhs { return "(\(left) \(c.op.sql) \(right) AND \(left) IS NOT NULL)" }
+                if repeatable, case .value = c.rhs { return "(\(left) \(c.op.sql) \(right) AND \(left) IS NOT NULL)" }
                 return "coalesce(\(left) \(c.op.sql) \(right), 0)"
             }
         }
