@@ -160,6 +160,32 @@ struct FetchTests {
         }
     }
 
+    @Test("prefetched to-many relationships equal lazily loaded ones, pending changes included")
+    func prefetching() throws {
+        let container = try Self.seeded()
+        let context = container.newBackgroundContext()
+        let lazy = container.newBackgroundContext()
+        try context.performAndWait {
+            // An unsaved change from the other side must show in the prefetched value too.
+            let moved = context.object(with: container.coordinator.managedObjectID(entityName: "Task", primaryKey: 1)!)
+            moved.setObject(nil, forKey: "project")
+            var request = FetchRequest(entityName: "Project", sortDescriptors: [ObjectSortDescriptor("name")])
+            request.relationshipKeyPathsForPrefetching = ["tasks"]
+            let projects = try context.fetch(request)
+            #expect(projects.allSatisfy { !$0.hasFault(forRelationshipNamed: "tasks") })
+            let prefetched = projects.map { $0.objectIDs(forKey: "tasks") }
+            #expect(!prefetched[0].contains(moved.objectID))
+            try lazy.performAndWait {
+                lazy.object(with: moved.objectID).setObject(nil, forKey: "project")
+                let loaded = try lazy.fetch(FetchRequest(entityName: "Project", sortDescriptors: [ObjectSortDescriptor("name")]))
+                    .map { $0.objectIDs(forKey: "tasks") }
+                #expect(prefetched == loaded)
+            }
+            request.relationshipKeyPathsForPrefetching = ["nope"]
+            #expect(throws: FetchError.self) { try context.fetch(request) }
+        }
+    }
+
     @Test("unknown key paths and incompatible types are errors before any SQL runs")
     func requestErrors() throws {
         let container = try Self.seeded()

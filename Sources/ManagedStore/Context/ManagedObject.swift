@@ -73,6 +73,16 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     public var entityName: String { entity.name }
 
+    /// The description of the object's entity.
+    public var entityDescription: EntityDescription { entity.descriptionValue }
+
+    /// Every attribute's value, in the entity's attribute order (fires a fault).
+    public var attributeValues: [AttributeValue] {
+        requireContext()
+        fireFaultIfNeeded()
+        return attributes
+    }
+
     /// The context the object lives in; nil once that context was reset or deallocated.
     public var managedObjectContext: ManagedObjectContext? { isDetached ? nil : context }
 

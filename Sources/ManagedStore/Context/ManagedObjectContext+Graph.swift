@@ -36,7 +36,7 @@ extension ManagedObjectContext {
         var stored: Set<ManagedObjectID> = []
         if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
-                let keys = try coordinator.read(throughWriter: readsThroughWriter) { connection in
+                let keys = try readStore { connection in
                     try RowSQL.relatedKeys(connection, model: coordinator.model, entity: object.entity, relationship: relationship, pk: pk)
                 }
                 stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })
@@ -44,6 +44,13 @@ extension ManagedObjectContext {
                 preconditionFailure("ManagedStore could not read \(object.objectID).\(relationship.name): \(error)")
             }
         }
+        setLoadedRelationship(of: object, r, stored: stored)
+    }
+
+    /// Installs a relationship's stored destinations (from a fault or a prefetch), with this
+    /// context's unsaved changes from the other side applied on top.
+    func setLoadedRelationship(of object: ManagedObject, _ r: Int, stored: Set<ManagedObjectID>) {
+        let relationship = object.entity.relationships[r]
         let current = applyPendingInverseChanges(to: stored, owner: object, relationship)
         let state = { (ids: Set<ManagedObjectID>) -> RelationshipState in
             relationship.isToMany ? .toMany(ids) : .toOne(ids.sortedByKey().first)

@@ -10,6 +10,7 @@ extension ManagedObjectContext {
     /// `refresh(_:mergeChanges: true)` or `rollback()` are the ways forward.
     public func save() throws(SaveError) {
         assertOnQueue()
+        precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
         compactChangeLists()
         guard hasChanges else { return }
         let validator = ObjectValidator(context: self)

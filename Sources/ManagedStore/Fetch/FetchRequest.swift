@@ -23,6 +23,9 @@ public struct FetchRequest: Sendable, Hashable {
     public var includesPendingChanges: Bool
     /// Whether fetched objects start as faults (their row is kept and turned into values on first use).
     public var returnsObjectsAsFaults: Bool
+    /// To-many relationships to read for all fetched objects at once, one query each, instead of
+    /// one fault per object [relationshipKeyPathsForPrefetching].
+    public var relationshipKeyPathsForPrefetching: [String] = []
     /// Keyset pagination: only the objects after this cursor in the request's order.
     /// Make one with `ManagedObjectContext.cursor(after:for:)`.
     public var after: FetchCursor?

@@ -28,10 +28,48 @@ extension ManagedObjectContext {
     public func fetch(_ request: FetchRequest) throws(FetchError) -> [ManagedObject] {
         assertOnQueue()
         let prepared = try prepare(request)
+        let objects: [ManagedObject]
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
-            return try fetchIncludingPendingChanges(prepared)
+            objects = try fetchIncludingPendingChanges(prepared)
+        } else {
+            objects = try fetchStoredObjects(prepared, limit: request.fetchLimit, offset: request.fetchOffset)
         }
-        return try fetchStoredObjects(prepared, limit: request.fetchLimit, offset: request.fetchOffset)
+        try prefetch(request.relationshipKeyPathsForPrefetching, of: objects, entity: prepared.entity)
+        return objects
+    }
+
+    /// Loads to-many relationships of many objects in one query each.
+    private func prefetch(_ names: [String], of objects: [ManagedObject], entity: Entity) throws(FetchError) {
+        guard !names.isEmpty, !objects.isEmpty else { return }
+        for name in names {
+            guard let r = entity.relationshipIndex(name) else { throw .unknownKeyPath(name, entity: entity.name) }
+            let relationship = entity.relationships[r]
+            guard relationship.isToMany else { continue }  // to-one targets come with the row
+            var owners: [ManagedObject] = []
+            for object in objects where !object.isInserted && !object.isInaccessible {
+                object.fireFaultIfNeeded()
+                if case .unloaded = object.relationships[r] { owners.append(object) }
+            }
+            guard !owners.isEmpty else { continue }
+            let destination = coordinator.model.schema[relationship.destinationIndex]
+            let keys: [Int64: [Int64]]
+            do {
+                keys = try readStore { connection in
+                    try RowSQL.relatedKeys(connection, model: coordinator.model, entity: entity, relationship: relationship,
+                                           owners: owners.compactMap(\.objectID.primaryKey))
+                }
+            } catch let error as StoreError {
+                throw .store(error)
+            } catch {
+                throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+            }
+            for owner in owners {
+                let ids = (keys[owner.objectID.primaryKey!] ?? []).map {
+                    ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
+                }
+                setLoadedRelationship(of: owner, r, stored: Set(ids))
+            }
+        }
     }
 
     /// The IDs of the objects matching `request` (temporary IDs for matching unsaved inserts).
@@ -114,7 +152,7 @@ extension ManagedObjectContext {
         guard let entity = coordinator.model.resolvedEntity(named: request.entityName) else { throw .unknownEntity(request.entityName) }
         guard request.fetchLimit >= 0, request.fetchOffset >= 0 else { throw .invalidRequest("fetchLimit and fetchOffset cannot be negative") }
         let checker = PredicateChecker(model: coordinator.model, root: entity, storeIdentifier: coordinator.storeIdentifier)
-        let predicate = try request.predicate.map { p throws(FetchError) in try checker.check(p) }
+        let predicate = try request.predicate.map { p throws(FetchError) in try checker.checkTopLevel(p) }
         let sorts = try request.sortDescriptors.map { sort throws(FetchError) -> ResolvedSort in
             let keyPath = try ResolvedKeyPath(sort.keyPath, rootEntity: entity, model: coordinator.model)
             guard !keyPath.isCollection, case .attribute = keyPath.terminal else {
@@ -178,7 +216,7 @@ extension ManagedObjectContext {
 
     private func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         do {
-            return try coordinator.read(throughWriter: readsThroughWriter) { connection in
+            return try readStore { connection in
                 try connection.withStatement(sql) { statement throws(StoreError) in
                     for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
                     var rows: [T] = []

@@ -46,6 +46,13 @@ final class Entity: Sendable {
     let defaultAttributes: [AttributeValue]
     /// Relationships whose key is stored in this entity's row, in relationship order.
     let foreignKeyRelationships: [Int]
+    /// The entity as its author described it.
+    let descriptionValue: EntityDescription
+    /// SQL text used on every read, built once: the quoted table name, the column list of a
+    /// full row (aliased t0), and the statement that loads one row by primary key.
+    let table: String
+    let rowColumnsSQL: String
+    let loadRowSQL: String
 
     init(index: Int, description: EntityDescription, relationships: [Relationship]) {
         self.index = index
@@ -61,13 +68,18 @@ final class Entity: Sendable {
         }
         self.indexes = description.indexes
         self.defaultAttributes = description.attributes.map(\.defaultValue)
-        self.foreignKeyRelationships = relationships.filter {
+        let foreignKeys = relationships.filter {
             if case .foreignKey = $0.storage { return true } else { return false }
         }.map(\.index)
+        self.foreignKeyRelationships = foreignKeys
+        self.descriptionValue = description
+        let table = quoteIdentifier(description.name)
+        self.table = table
+        let columns = (["\"_pk\"", "\"_version\""] + description.attributes.map { quoteIdentifier($0.name) }
+            + foreignKeys.map { quoteIdentifier(relationships[$0].name) }).map { "t0." + $0 }.joined(separator: ", ")
+        self.rowColumnsSQL = columns
+        self.loadRowSQL = "SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
     }
-
-    /// The quoted table name.
-    var table: String { quoteIdentifier(name) }
 
     func attributeIndex(_ name: String) -> Int? {
         if case .attribute(let i)? = propertyByName[name] { return i }
@@ -83,5 +95,11 @@ final class Entity: Sendable {
 /// Quotes an SQL identifier. Model names are checked to be plain identifiers, so this never
 /// has to escape anything; it still doubles quotes so that it is safe on its own.
 func quoteIdentifier(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    var quoted = "\""
+    for character in name {
+        if character == "\"" { quoted.append("\"") }
+        quoted.append(character)
+    }
+    quoted.append("\"")
+    return quoted
 }

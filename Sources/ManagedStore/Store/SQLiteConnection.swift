@@ -107,10 +107,12 @@ final class SQLiteConnection {
     }
 
     /// Runs `body` in a read transaction: every statement inside sees the same snapshot.
+    /// BEGIN and COMMIT run as cached statements: reads are the hot path, and `sqlite3_exec`
+    /// would parse them again each time.
     func readTransaction<T>(_ body: () throws -> T) throws -> T {
         if isInTransaction { return try body() }
-        try execute("BEGIN DEFERRED")
-        defer { if isInTransaction { try? execute("COMMIT") } }
+        try cachedStatement("BEGIN DEFERRED").execute()
+        defer { if isInTransaction { try? cachedStatement("COMMIT").execute() } }
         return try body()
     }
 }

@@ -10,12 +10,7 @@ struct StoredRow: Sendable {
 /// SQL that reads rows and relationship keys; shared by fetches, faults and saves.
 enum RowSQL {
     /// The column list of a full row, read by `readRow(from:entity:startingAt:)`.
-    static func rowColumns(_ entity: Entity, alias: String = "t0") -> String {
-        var columns = ["\(alias).\"_pk\"", "\(alias).\"_version\""]
-        columns += entity.attributes.map { "\(alias).\(quoteIdentifier($0.name))" }
-        columns += entity.foreignKeyRelationships.map { "\(alias).\(quoteIdentifier(entity.relationships[$0].name))" }
-        return columns.joined(separator: ", ")
-    }
+    static func rowColumns(_ entity: Entity) -> String { entity.rowColumnsSQL }
 
     /// Reads the columns of `rowColumns` starting at column `start`; returns the primary key and the row.
     static func readRow(from statement: SQLiteStatement, entity: Entity, startingAt start: Int32 = 0) -> (Int64, StoredRow) {
@@ -39,8 +34,7 @@ enum RowSQL {
 
     /// The row with primary key `pk`, or nil when there is none.
     static func loadRow(_ connection: SQLiteConnection, entity: Entity, pk: Int64) throws(StoreError) -> StoredRow? {
-        let sql = "SELECT \(rowColumns(entity)) FROM \(entity.table) AS t0 WHERE t0.\"_pk\" = ?"
-        return try connection.withStatement(sql) { statement throws(StoreError) in
+        return try connection.withStatement(entity.loadRowSQL) { statement throws(StoreError) in
             statement.bind(pk, at: 1)
             return try statement.step() ? readRow(from: statement, entity: entity).1 : nil
         }
@@ -66,6 +60,34 @@ enum RowSQL {
             while try statement.step() { keys.append(statement.int64(0)) }
             return keys
         }
+    }
+
+    /// The destinations of to-many `relationship` for many objects at once: owner key → keys.
+    static func relatedKeys(_ connection: SQLiteConnection, model: ManagedObjectModel, entity: Entity,
+                            relationship: Relationship, owners: [Int64]) throws(StoreError) -> [Int64: [Int64]] {
+        let destination = model.schema[relationship.destinationIndex]
+        var result: [Int64: [Int64]] = [:]
+        // SQLite allows 32766 parameters; stay well under it.
+        var start = 0
+        while start < owners.count {
+            let chunk = owners[start..<min(start + 500, owners.count)]
+            start += 500
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let sql: String
+            switch relationship.storage {
+            case .inverseForeignKey(let column):
+                sql = "SELECT \(column), \"_pk\" FROM \(destination.table) WHERE \(column) IN (\(list)) ORDER BY \"_pk\""
+            case let .joinTable(table, ownColumn, otherColumn):
+                sql = "SELECT \(ownColumn), \(otherColumn) FROM \(table) WHERE \(ownColumn) IN (\(list)) ORDER BY \(otherColumn)"
+            case .foreignKey:
+                return [:]
+            }
+            try connection.withStatement(sql) { statement throws(StoreError) in
+                for (i, owner) in chunk.enumerated() { statement.bind(owner, at: Int32(i + 1)) }
+                while try statement.step() { result[statement.int64(0), default: []].append(statement.int64(1)) }
+            }
+        }
+        return result
     }
 
     static func exists(_ connection: SQLiteConnection, entity: Entity, pk: Int64) throws(StoreError) -> Bool {

@@ -89,9 +89,13 @@ struct FetchQuery {
     }
 
     /// The library request for this query (one more than the limit, to know if a next page exists).
-    func fetchRequest(entity: String) -> FetchRequest {
-        FetchRequest(entityName: entity, predicate: predicate, sortDescriptors: sorts, fetchLimit: limit + 1, fetchOffset: offset,
-                     includesPendingChanges: false, after: after)
+    /// The to-many relationships written out are read for the whole page in one query each.
+    func fetchRequest(entity: EntityDescription) -> FetchRequest {
+        var request = FetchRequest(entityName: entity.name, predicate: predicate, sortDescriptors: sorts, fetchLimit: limit + 1,
+                                   fetchOffset: offset, includesPendingChanges: false, after: after)
+        request.relationshipKeyPathsForPrefetching = entity.relationships
+            .filter { $0.isToMany && (fields?.contains($0.name) ?? true || include.children[$0.name] != nil) }.map(\.name)
+        return request
     }
 }
 

@@ -149,7 +149,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model)
         return try reads.withContext { context in
-            let fetchRequest = query.fetchRequest(entity: entity.name)
+            let fetchRequest = query.fetchRequest(entity: entity)
             let objects: [ManagedObject]
             let count: Int?
             let next: FetchCursor?

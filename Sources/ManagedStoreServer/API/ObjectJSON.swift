@@ -45,13 +45,13 @@ struct ObjectJSONEncoder {
         writer.writeString(object.objectID.description)
         writer.writeRaw(",\"_version\":")
         writer.write(.number(String(object.version)))
-        let model = object.managedObjectContext!.coordinator.model
-        let entity = model.entity(named: object.entityName)!
-        for attribute in entity.attributes where fields?.contains(attribute.name) ?? true {
+        let entity = object.entityDescription
+        let values = object.attributeValues
+        for (index, attribute) in entity.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(",")
             writer.writeString(attribute.name)
             writer.writeRaw(":")
-            writer.write(object.attributeValue(forKey: attribute.name).jsonValue)
+            writer.write(values[index].jsonValue)
         }
         for relationship in entity.relationships where fields?.contains(relationship.name) ?? true || include.children[relationship.name] != nil {
             writer.writeRaw(",")

@@ -20,7 +20,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// Seconds a connection may stay idle (or half-sent) before it is closed.
         public var connectionTimeout: Int = 30
         /// Memory per connection; it also caps the size of the request headers (431 above it).
-        public var connectionMemoryLimit: Int = 65_536
+        /// libmicrohttpd's default: a larger pool costs a larger clear on every request.
+        public var connectionMemoryLimit: Int = 32_768
 
         public init() {}
     }

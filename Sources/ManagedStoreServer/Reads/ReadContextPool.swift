@@ -17,7 +17,9 @@ final class ReadContextPool: @unchecked Sendable {
         idle = (0..<max(1, count)).map { ManagedObjectContext(coordinator: coordinator, name: "read-\($0)") }
     }
 
-    /// Runs `body` on a context of the pool, on its queue, and resets the context afterwards.
+    /// Runs `body` on a context of the pool, on its queue, inside one read snapshot (so an
+    /// object and its relationships are read consistently, in one transaction), and resets the
+    /// context afterwards.
     func withContext<T>(_ body: (ManagedObjectContext) throws -> T) rethrows -> T {
         condition.lock()
         while idle.isEmpty { condition.wait() }
@@ -30,6 +32,6 @@ final class ReadContextPool: @unchecked Sendable {
             condition.signal()
             condition.unlock()
         }
-        return try context.performAndWait { try body(context) }
+        return try context.performAndWait { try context.performInSnapshot { try body(context) } }
     }
 }
