@@ -45,5 +45,9 @@ openapi:
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release managedstore-bench
 
+## make bench-http: the HTTP benchmark with wrk on loopback (DURATION=10s by default)
+bench-http: deps
+	./Benchmarks/http/run.sh
+
 clean:
 	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build data

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make bench-http: the HTTP benchmark. Builds managedstore (release) and a minimal
+# libmicrohttpd C server (the ceiling), seeds 100,000 tasks, and runs each scenario with wrk on
+# loopback for $DURATION, printing req/s, p50 and p99 and the ratios the issue asks for, all
+# from this one run. Every wrk run is bounded in time; servers are stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+WRK_THREADS=${WRK_THREADS:-2}
+TASKS=${TASKS:-100000}
+export TASKS
+
+./scripts/install-deps.sh wrk gcc
+swift build -c release --product managedstore >/dev/null
+BIN="$ROOT/.build/release/managedstore"
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+gcc -O2 -o "$WORK/ceiling" Benchmarks/http/ceiling.c $(pkg-config --cflags --libs libmicrohttpd)
+
+echo "seeding $TASKS tasks..." >&2
+"$BIN" demo --store "$WORK/store.sqlite" --tasks "$TASKS" --batch 10000 >/dev/null
+cp "$WORK/store.sqlite" "$WORK/store-nogroup.sqlite"
+
+wait_for() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/${2:-}" && return 0; sleep 0.1; done; echo "port $1 did not answer" >&2; exit 1; }
+
+"$WORK/ceiling" 18100 4 >/dev/null & PIDS+=($!)
+"$BIN" serve --demo --store "$WORK/store.sqlite" --port 18101 --durability full >/dev/null & PIDS+=($!)
+"$BIN" serve --demo --store "$WORK/store-nogroup.sqlite" --port 18102 --durability full --no-group-commit >/dev/null & PIDS+=($!)
+wait_for 18100; wait_for 18101 v1/readyz; wait_for 18102 v1/readyz
+
+# run NAME URL [wrk options...]: one bounded wrk run; leaves its report in $WORK/NAME.txt.
+run() {
+  local name=$1 url=$2; shift 2
+  echo "running $name..." >&2
+  wrk -t"$WRK_THREADS" -d"$DURATION" --latency "$@" "$url" > "$WORK/$name.txt"
+}
+S=Benchmarks/http
+run ceiling  http://127.0.0.1:18100/ -c"$CONNECTIONS"
+run get      http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/get_random.lua
+run fetch    http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/fetch_where.lua
+run post     http://127.0.0.1:18101 -c64 -s $S/post_insert.lua
+run post-one-commit-each http://127.0.0.1:18102 -c64 -s $S/post_insert.lua
+run patch    http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/patch_ifmatch.lua
+# (6): GETs while 64 connections insert, both for the same time.
+wrk -t1 -d"$DURATION" -c64 -s $S/post_insert.lua http://127.0.0.1:18101 > "$WORK/writers.txt" & WRITERS=$!
+run get-under-writes http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/get_random.lua
+wait $WRITERS
+
+python3 - "$WORK" <<'PY'
+import re, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+def ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+def parse(name):
+    text = (work / f"{name}.txt").read_text()
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    p50 = ms(re.search(r"\n\s+50%\s+(\S+)", text).group(1))
+    p99 = ms(re.search(r"\n\s+99%\s+(\S+)", text).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    total = int(re.search(r"(\d+) requests in", text).group(1))
+    errors = re.search(r"Socket errors: (.*)", text)
+    return rps, p50, p99, int(non2xx.group(1)) if non2xx else 0, total, errors.group(1) if errors else ""
+rows = [("ceiling", "(1) C libmicrohttpd, fixed 200-byte JSON"), ("get", "(2) GET /v1/objects/Task/{random pk}"),
+        ("fetch", "(3) GET ?where=2 clauses&limit=20"), ("post", "(4) POST insert, 64 connections, group commit"),
+        ("post-one-commit-each", "(4') POST insert, 64 connections, one commit per request"),
+        ("patch", "(5) PATCH with If-Match, random objects"), ("get-under-writes", "(6) (2) while 64 connections insert")]
+r = {name: parse(name) for name, _ in rows}
+print("| scenario | req/s | p50 ms | p99 ms | non-2xx | requests |")
+print("|---|---:|---:|---:|---:|---:|")
+for name, label in rows:
+    rps, p50, p99, bad, total, errors = r[name]
+    print(f"| {label} | {rps:,.0f} | {p50:.2f} | {p99:.2f} | {bad} | {total:,}{' (' + errors + ')' if errors else ''} |")
+print()
+print(f"- (2) / (1) = {r['get'][0] / r['ceiling'][0]:.2f}  (target 0.5 or better)")
+print(f"- (4) / (4') = {r['post'][0] / r['post-one-commit-each'][0]:.1f}x  (target 5x or better; both --durability full)")
+print(f"- p99 (6) / p99 (2) = {r['get-under-writes'][2] / r['get'][2]:.2f}  (target 3 or less)")
+PY
