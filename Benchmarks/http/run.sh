@@ -4,6 +4,7 @@
 # loopback for $DURATION, printing req/s, p50 and p99 and the ratios the issue asks for, all
 # from this one run. Every wrk run is bounded in time; servers are stopped on exit.
 set -euo pipefail
+trap 'echo "bench-http: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 DURATION=${DURATION:-10s}

@@ -187,8 +187,14 @@ extension ManagedObjectContext {
                            values: values, primaryKey: pk)
     }
 
-    /// The SQL and parameters a request runs as (objects result, store only): for tests and
-    /// for explaining a slow fetch.
+    /// The SQL and parameters `request` runs as (objects, store only): the request parsed,
+    /// checked against the model and compiled, without running it. For explaining a slow
+    /// fetch (feed it to EXPLAIN QUERY PLAN), and for tests.
+    public func compiledSQL(for request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
+        assertOnQueue()
+        return try compiledSQL(request)
+    }
+
     func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
         let prepared = try prepare(request)
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
@@ -225,10 +231,22 @@ extension ManagedObjectContext {
                 }
             }
         } catch let error as StoreError {
-            throw .store(error)
+            throw Self.refusedAsTooComplex(error) ?? .store(error)
         } catch {
             throw .store(.sqlite(code: -1, message: "\(error)", sql: sql))
         }
+    }
+
+    /// SQLite refuses, when preparing, SQL nested deeper or with more terms than it can parse.
+    /// The checker's limits catch most such predicates first; whatever slips through is still
+    /// the predicate's fault, and is reported as one, not as a store failure.
+    static func refusedAsTooComplex(_ error: StoreError) -> FetchError? {
+        guard case let .sqlite(_, message, _) = error else { return nil }
+        for sign in ["parser stack overflow", "Expression tree is too large", "too many SQL variables", "too many terms"]
+        where message.contains(sign) {
+            return .invalidPredicate("the predicate is too complex for SQLite (\(message)); nest it less deeply")
+        }
+        return nil
     }
 
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
