@@ -102,6 +102,26 @@ struct ContextTests {
         }
     }
 
+    @Test("with retainsRegisteredObjects off, saved objects nobody holds are released")
+    func weakRegistration() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            context.retainsRegisteredObjects = false
+            for i in 0..<100 {
+                let tag = context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t\(i)", forKey: "label")
+            }
+            try context.save()
+            #expect(context.registeredObjects.isEmpty)
+            context.retainsRegisteredObjects = true
+            let kept = context.insertNewObject(forEntityName: "Tag")
+            kept.setValue("kept", forKey: "label")
+            try context.save()
+            #expect(context.registeredObjects.count == 1)
+        }
+    }
+
     @Test("existingObject(with:) throws for an object the store does not have")
     func existingObjectThrows() throws {
         let container = try Fixtures.container()

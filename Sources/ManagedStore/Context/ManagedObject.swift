@@ -157,6 +157,8 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         T(attributeValue: attributeValue(forKey: key))
     }
 
+    /// Inlinable so that the call is specialized for `T` at the caller, not run generically.
+    @inlinable
     public func setValue<T: AttributeValueConvertible>(_ value: T?, forKey key: String) {
         setAttributeValue(value?.attributeValue ?? .null, forKey: key)
     }

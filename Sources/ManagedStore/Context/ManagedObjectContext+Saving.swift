@@ -213,6 +213,16 @@ extension ManagedObjectContext {
         touchedList = []
     }
 
+    private func refersToAnything(_ states: [RelationshipState]) -> Bool {
+        states.contains { state in
+            switch state {
+            case .unloaded, .toOne(nil): return false
+            case .toOne: return true
+            case .toMany(let ids): return !ids.isEmpty
+            }
+        }
+    }
+
     private func commit(_ object: ManagedObject) {
         object.changedAttributes = []
         object.changedRelationships = []
@@ -229,7 +239,7 @@ extension ManagedObjectContext {
             guard let object = registered[temporary]?.object else { continue }
             registered[temporary] = nil
             object.objectID = permanent
-            registered[permanent] = Registration(object, retained: true)
+            registered[permanent] = Registration(object, retained: retainsRegisteredObjectsNow)
             permanentIDForTemporary[temporary] = permanent
         }
         func remap(_ state: RelationshipState) -> RelationshipState {
@@ -241,7 +251,7 @@ extension ManagedObjectContext {
         }
         // Only objects with pending changes can refer to an object that is not saved yet.
         for list in [insertedList, updatedList, touchedList, deletedList] {
-            for object in list where !object.isFault {
+            for object in list where !object.isFault && (refersToAnything(object.relationships) || refersToAnything(object.committedRelationships)) {
                 object.relationships = object.relationships.map(remap)
                 if !object.isInserted { object.committedRelationships = object.committedRelationships.map(remap) }
             }

@@ -12,7 +12,6 @@ import Foundation
 public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     public let coordinator: PersistentStoreCoordinator
     public let name: String
-    /// How a save treats a conflict with changes saved elsewhere since this context read them.
     /// Whether the context keeps every object it registered until `reset()` (true, the
     /// default), or only those with unsaved changes [retainsRegisteredObjects]. Set it to false
     /// for a long-lived reading context that should not grow.
@@ -21,7 +20,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         set { assertOnQueue(); _retainsRegisteredObjects = newValue }
     }
     private var _retainsRegisteredObjects = true
+    var retainsRegisteredObjectsNow: Bool { _retainsRegisteredObjects }
 
+    /// How a save treats a conflict with changes saved elsewhere since this context read them.
     public var mergePolicy: MergePolicy {
         get { assertOnQueue(); return _mergePolicy }
         set { assertOnQueue(); _mergePolicy = newValue }

@@ -84,12 +84,14 @@ struct ObjectValidator {
             return error(.tooLarge, "\(describe(value)) is greater than the maximum \(describe(max))")
         }
         guard case .string(let text) = value else { return nil }
-        let length = text.count  // grapheme clusters, as the contract says
-        if let minLength = attribute.minLength, length < minLength {
-            return error(.tooShort, "\(length) characters, at least \(minLength) required")
-        }
-        if let maxLength = attribute.maxLength, length > maxLength {
-            return error(.tooLong, "\(length) characters, at most \(maxLength) allowed")
+        if attribute.minLength != nil || attribute.maxLength != nil {
+            let length = text.count  // grapheme clusters, as the contract says; a walk, so only when a rule asks
+            if let minLength = attribute.minLength, length < minLength {
+                return error(.tooShort, "\(length) characters, at least \(minLength) required")
+            }
+            if let maxLength = attribute.maxLength, length > maxLength {
+                return error(.tooLong, "\(length) characters, at most \(maxLength) allowed")
+            }
         }
         if let pattern = attribute.pattern, !matchesWhole(text, pattern) {
             return error(.patternMismatch, "does not match the pattern \(pattern)")

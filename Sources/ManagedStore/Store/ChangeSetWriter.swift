@@ -76,6 +76,10 @@ struct ChangeSetWriter {
     }
 
     private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        // Nothing refers to anything (a plain bulk insert): nothing to check.
+        let refers = !changes.addedLinks.isEmpty || changes.updates.contains { !$0.changedForeignKeys.isEmpty }
+            || changes.inserts.contains { $0.foreignKeys.contains { $0 != nil } }
+        guard refers else { return }
         let deleted = Set(changes.deletes.map(\.id))
         let inserted = Set(changes.inserts.map { resolve($0.id) })
         var known: [ManagedObjectID: Bool] = [:]
