@@ -8,13 +8,14 @@ struct PredicateParser {
     static let maxDepth = 100
 
     private let tokens: [PredicateToken]
+    private let scalars: [Unicode.Scalar]
     private var index = 0
     private var arguments: [Any]
     private var argumentIndex = 0
     private var depth = 0
 
     init(format: String, arguments: [Any]) throws(PredicateParseError) {
-        self.tokens = try PredicateLexer.tokenize(format)
+        (self.tokens, self.scalars) = try PredicateLexer.tokenize(format)
         self.arguments = arguments
     }
 
@@ -54,7 +55,7 @@ struct PredicateParser {
     }
 
     private func unexpected(_ message: String) -> PredicateParseError {
-        let found = current.kind == .end ? "the end" : "'\(current.text)'"
+        let found = current.kind == .end ? "the end" : "'\(current.text(in: scalars))'"
         return PredicateParseError("\(message), found \(found)", column: current.column)
     }
 
@@ -106,9 +107,10 @@ struct PredicateParser {
             return .comparison(ComparisonPredicate(lhs, .equal, .constant(.attribute(.boolean(true)))))
         }
         let options = try parseOptions()
-        let operatorText = previous.text == "]" ? op.rawValue : previous.text
         guard startsExpression else {
-            throw PredicateParseError("expected a value after '\(operatorText)'" + (current.kind == .end ? "" : ", found '\(current.text)'"),
+            let previousText = previous.text(in: scalars)
+            let operatorText = previousText == "]" ? op.rawValue : previousText
+            throw PredicateParseError("expected a value after '\(operatorText)'" + (current.kind == .end ? "" : ", found '\(current.text(in: scalars))'"),
                                       column: current.column)
         }
         let rhs = try parseExpression()

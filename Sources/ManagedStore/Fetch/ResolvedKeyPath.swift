@@ -33,6 +33,15 @@ struct ResolvedKeyPath: Sendable, Hashable {
 
     /// Resolves `text` from `rootEntity`, or from a SUBQUERY variable (`$t.label`) bound in `variables`.
     init(_ text: String, rootEntity root: Entity, variables: [String: Int] = [:], model: ManagedObjectModel) throws(FetchError) {
+        // One attribute of the fetched entity, the common case: no splitting.
+        if case .attribute(let a)? = root.propertyByName[text] {
+            self.text = text
+            self.root = .object
+            self.rootEntity = root.index
+            self.steps = []
+            self.terminal = .attribute(entity: root.index, index: a)
+            return
+        }
         var names = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !names.isEmpty, !names.contains(where: \.isEmpty) else { throw .unknownKeyPath(text, entity: root.name) }
         var entity = root
