@@ -11,7 +11,7 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 WRK_THREADS=${WRK_THREADS:-2}
 TASKS=${TASKS:-100000}
-export TASKS
+export TASKS WRK_THREADS
 
 ./scripts/install-deps.sh wrk gcc
 swift build -c release --product managedstore >/dev/null
