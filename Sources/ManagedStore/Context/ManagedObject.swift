@@ -1,7 +1,7 @@
 import Foundation
 
 /// The value of one relationship as an object holds it.
-enum RelationshipState {
+enum RelationshipState: Sendable {
     /// Not read from the store yet: a relationship fault.
     case unloaded
     case toOne(ManagedObjectID?)

@@ -22,7 +22,7 @@ extension ManagedObjectContext {
         guard errors.isEmpty else { throw .validation(errors) }
 
         let changes = makeChangeSet()
-        let permanentIDs: [ManagedObjectID: ManagedObjectID]
+        let permanentIDs: [ManagedObjectID]
         do {
             permanentIDs = try coordinator.write { connection in
                 try ChangeSetWriter(connection: connection, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
@@ -60,16 +60,16 @@ extension ManagedObjectContext {
         } catch {
             throw .sqlite(code: -1, message: "\(error)", sql: nil)
         }
-        var mapping: [ManagedObjectID: ManagedObjectID] = [:]
+        var pairs: [(ManagedObject, ManagedObjectID)] = []
         for (entityIndex, group) in byEntity {
             var next = firstKeys[entityIndex]!
             for object in group {
-                mapping[object.objectID] = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier,
-                                                           entityName: object.entity.name, key: .permanent(next))
+                pairs.append((object, ManagedObjectID(storeIdentifier: coordinator.storeIdentifier,
+                                                      entityName: object.entity.name, key: .permanent(next))))
                 next += 1
             }
         }
-        applyPermanentIDs(mapping)
+        applyPermanentIDs(pairs)
     }
 
     // MARK: Steps
@@ -190,8 +190,9 @@ extension ManagedObjectContext {
 
     /// Makes the context's objects match the committed store: permanent IDs, new versions,
     /// new committed snapshots, no pending changes.
-    private func didSave(_ changes: ChangeSet, permanentIDs: [ManagedObjectID: ManagedObjectID]) {
-        applyPermanentIDs(permanentIDs)
+    private func didSave(_ changes: ChangeSet, permanentIDs: [ManagedObjectID]) {
+        // `changes.inserts` was made from `insertedList`, in its order.
+        applyPermanentIDs(Array(zip(insertedList, permanentIDs)))
         let written = Set(changes.updates.map(\.id))
         for object in insertedList {
             object.isInserted = false
@@ -232,16 +233,23 @@ extension ManagedObjectContext {
         object.committedRelationships = object.relationships
     }
 
-    /// Re-keys objects that received permanent IDs and rewrites every pending reference to them.
-    private func applyPermanentIDs(_ mapping: [ManagedObjectID: ManagedObjectID]) {
-        guard !mapping.isEmpty else { return }
-        for (temporary, permanent) in mapping {
-            guard let object = registered[temporary]?.object else { continue }
-            registered[temporary] = nil
+    /// Gives objects their permanent IDs and rewrites every pending reference to them. The
+    /// temporary ID's registration stays, so an old temporary ID still finds its object.
+    private func applyPermanentIDs(_ pairs: [(ManagedObject, ManagedObjectID)]) {
+        let retained = retainsRegisteredObjectsNow
+        var changed: [(ManagedObject, ManagedObjectID)] = []
+        for (object, permanent) in pairs where object.objectID != permanent {
+            changed.append((object, object.objectID))
             object.objectID = permanent
-            registered[permanent] = Registration(object, retained: retainsRegisteredObjectsNow)
-            permanentIDForTemporary[temporary] = permanent
+            registered[permanent] = Registration(object, retained: retained)
         }
+        guard !changed.isEmpty else { return }
+        // Only objects with pending changes can refer to an object that is not saved yet; most
+        // saves (a bulk insert) have nothing to remap, and build no map for it.
+        let lists = [insertedList, updatedList, touchedList, deletedList]
+        let holders = lists.flatMap { $0.filter { !$0.isFault && (refersToAnything($0.relationships) || refersToAnything($0.committedRelationships)) } }
+        guard !holders.isEmpty else { return }
+        let mapping = Dictionary(changed.map { ($0.1, $0.0.objectID) }, uniquingKeysWith: { a, _ in a })
         func remap(_ state: RelationshipState) -> RelationshipState {
             switch state {
             case .unloaded: return state
@@ -249,12 +257,9 @@ extension ManagedObjectContext {
             case .toMany(let ids): return .toMany(Set(ids.map { mapping[$0] ?? $0 }))
             }
         }
-        // Only objects with pending changes can refer to an object that is not saved yet.
-        for list in [insertedList, updatedList, touchedList, deletedList] {
-            for object in list where !object.isFault && (refersToAnything(object.relationships) || refersToAnything(object.committedRelationships)) {
-                object.relationships = object.relationships.map(remap)
-                if !object.isInserted { object.committedRelationships = object.committedRelationships.map(remap) }
-            }
+        for object in holders {
+            object.relationships = object.relationships.map(remap)
+            if !object.isInserted { object.committedRelationships = object.committedRelationships.map(remap) }
         }
     }
 }

@@ -37,8 +37,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// with changes are kept alive by the change lists below.
     var registered: [ManagedObjectID: Registration] = [:]
     private var registrationsSincePurge = 0
-    /// Temporary IDs of objects that received permanent ones, so old IDs still find them.
-    var permanentIDForTemporary: [ManagedObjectID: ManagedObjectID] = [:]
 
     var insertedList: [ManagedObject] = []
     var updatedList: [ManagedObject] = []
@@ -143,9 +141,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func lookup(_ id: ManagedObjectID) -> ManagedObject? {
-        if let object = registered[id]?.object { return object }
-        if id.isTemporaryID, let permanent = permanentIDForTemporary[id] { return registered[permanent]?.object }
-        return nil
+        registered[id]?.object
     }
 
     func register(_ object: ManagedObject) {
@@ -184,7 +180,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let id = ManagedObjectID.newTemporary(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name)
         let object = ManagedObject(entity: entity, objectID: id, context: self, isFault: false)
         object.attributes = entity.defaultAttributes
-        object.relationships = entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        object.relationships = entity.emptyRelationships
         object.isInserted = true
         insertedList.append(object)
         register(object)
@@ -307,7 +303,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         for weak in registered.values { weak.object?.isDetached = true }
         for list in [insertedList, updatedList, deletedList, touchedList] { for object in list { object.isDetached = true } }
         registered = [:]
-        permanentIDForTemporary = [:]
         insertedList = []
         updatedList = []
         deletedList = []

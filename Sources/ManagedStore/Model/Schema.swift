@@ -46,6 +46,8 @@ final class Entity: Sendable {
     let defaultAttributes: [AttributeValue]
     /// Relationships whose key is stored in this entity's row, in relationship order.
     let foreignKeyRelationships: [Int]
+    /// The relationships of a new object (no destinations), shared by every insert until written.
+    let emptyRelationships: [RelationshipState]
     /// The entity as its author described it.
     let descriptionValue: EntityDescription
     /// SQL text used on every read, built once: the quoted table name, the column list of a
@@ -72,6 +74,7 @@ final class Entity: Sendable {
             if case .foreignKey = $0.storage { return true } else { return false }
         }.map(\.index)
         self.foreignKeyRelationships = foreignKeys
+        self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         self.descriptionValue = description
         let table = quoteIdentifier(description.name)
         self.table = table

@@ -49,6 +49,12 @@ struct ChangeSet: Sendable {
     var addedLinks: Set<Link> = []
     var removedLinks: Set<Link> = []
 
+    /// Whether anything written refers to another object (links, or stored to-one keys).
+    var refersToObjects: Bool {
+        !addedLinks.isEmpty || !removedLinks.isEmpty || updates.contains { !$0.changedForeignKeys.isEmpty }
+            || inserts.contains { $0.foreignKeys.contains { $0 != nil } }
+    }
+
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && addedLinks.isEmpty && removedLinks.isEmpty }
 }
 

@@ -9,10 +9,14 @@ struct ChangeSetWriter {
     let model: ManagedObjectModel
     let storeIdentifier: UUID
 
-    /// Writes `changes`; returns the permanent ID given to each temporary ID.
-    func write(_ changes: ChangeSet) throws -> [ManagedObjectID: ManagedObjectID] {
+    /// Writes `changes`; returns each insert's permanent ID, in the order of `changes.inserts`.
+    func write(_ changes: ChangeSet) throws -> [ManagedObjectID] {
         let versionConflicts = try checkVersions(changes)
-        let permanentIDs = try assignPrimaryKeys(changes.inserts.filter { $0.id.isTemporaryID })
+        let assigned = try assignPrimaryKeys(changes.inserts)
+        // Mapping temporary IDs matters only when something refers to another object.
+        let refers = changes.refersToObjects
+        let permanentIDs: [ManagedObjectID: ManagedObjectID] = refers
+            ? Dictionary(zip(changes.inserts.map(\.id), assigned), uniquingKeysWith: { a, _ in a }) : [:]
         func resolve(_ id: ManagedObjectID) -> ManagedObjectID { permanentIDs[id] ?? id }
         let constraintConflicts = try checkUniqueness(changes)
         if !versionConflicts.isEmpty || !constraintConflicts.isEmpty {
@@ -23,7 +27,7 @@ struct ChangeSetWriter {
         try writeUpdates(changes.updates, resolve: resolve)
         try writeInserts(changes.inserts, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
-        return permanentIDs
+        return assigned
     }
 
     // MARK: Checks
@@ -41,26 +45,21 @@ struct ChangeSetWriter {
         return conflicts
     }
 
-    /// Hands out the next primary keys of each entity from `_sequence`, in insertion order.
-    private func assignPrimaryKeys(_ inserts: [ChangeSet.Insert]) throws -> [ManagedObjectID: ManagedObjectID] {
-        var byEntity: [Int: [ManagedObjectID]] = [:]
-        var order: [Int] = []
-        for insert in inserts {
-            if byEntity[insert.entity.index] == nil { order.append(insert.entity.index) }
-            byEntity[insert.entity.index, default: []].append(insert.id)
+    /// The permanent ID of each insert (in order): its own if it has one already, else the next
+    /// primary key of its entity from `_sequence`, handed out in insertion order.
+    private func assignPrimaryKeys(_ inserts: [ChangeSet.Insert]) throws -> [ManagedObjectID] {
+        var counts = [Int](repeating: 0, count: model.schema.count)
+        for insert in inserts where insert.id.isTemporaryID { counts[insert.entity.index] += 1 }
+        var next = [Int64](repeating: 0, count: model.schema.count)
+        for (entityIndex, count) in counts.enumerated() where count > 0 {
+            next[entityIndex] = try Self.allocatePrimaryKeys(connection, entity: model.schema[entityIndex], count: count)
         }
-        var result: [ManagedObjectID: ManagedObjectID] = [:]
-        result.reserveCapacity(inserts.count)
-        for entityIndex in order {
-            let ids = byEntity[entityIndex]!
-            let entity = model.schema[entityIndex]
-            var next = try Self.allocatePrimaryKeys(connection, entity: entity, count: ids.count)
-            for id in ids {
-                result[id] = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(next))
-                next += 1
-            }
+        return inserts.map { insert in
+            guard insert.id.isTemporaryID else { return insert.id }
+            let pk = next[insert.entity.index]
+            next[insert.entity.index] += 1
+            return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: insert.entity.name, key: .permanent(pk))
         }
-        return result
     }
 
     /// Reserves `count` primary keys for `entity` and returns the first. Keys are never reused.
@@ -77,9 +76,7 @@ struct ChangeSetWriter {
 
     private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         // Nothing refers to anything (a plain bulk insert): nothing to check.
-        let refers = !changes.addedLinks.isEmpty || changes.updates.contains { !$0.changedForeignKeys.isEmpty }
-            || changes.inserts.contains { $0.foreignKeys.contains { $0 != nil } }
-        guard refers else { return }
+        guard changes.refersToObjects else { return }
         let deleted = Set(changes.deletes.map(\.id))
         let inserted = Set(changes.inserts.map { resolve($0.id) })
         var known: [ManagedObjectID: Bool] = [:]
