@@ -302,11 +302,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assertOnQueue()
         for weak in registered.values { weak.object?.isDetached = true }
         for list in [insertedList, updatedList, deletedList, touchedList] { for object in list { object.isDetached = true } }
-        registered = [:]
-        insertedList = []
-        updatedList = []
-        deletedList = []
-        touchedList = []
+        // Keep the capacity: a context reset between batches of an import fills up again at once.
+        registered.removeAll(keepingCapacity: true)
+        insertedList.removeAll(keepingCapacity: true)
+        updatedList.removeAll(keepingCapacity: true)
+        deletedList.removeAll(keepingCapacity: true)
+        touchedList.removeAll(keepingCapacity: true)
         registrationsSincePurge = 0
     }
 
