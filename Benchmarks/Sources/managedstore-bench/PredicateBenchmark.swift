@@ -71,6 +71,40 @@ enum PredicateBenchmark {
         return FetchBenchmark.Result(operations: fetches, seconds: seconds, digest: digest)
     }
 
+    /// The same page as object IDs (NSManagedObjectIDResultType): the query without object creation.
+    static func managedStoreIDs(_ container: PersistentContainer) throws -> FetchBenchmark.Result {
+        let context = container.newBackgroundContext(name: "bench-3-clauses-ids")
+        var digest = Digest()
+        let (_, seconds) = try measure {
+            try context.performAndWait {
+                for k in 0..<fetches {
+                    let (done, priority, below) = constants(k)
+                    let request = FetchRequest(entityName: "Task",
+                                               predicate: .key("done") == done && .key("priority") == priority && .key("estimate") < below,
+                                               fetchLimit: limit)
+                    for id in try context.fetchObjectIDs(request) { digest.add(id.primaryKey!, "") }
+                }
+            }
+        }
+        return FetchBenchmark.Result(operations: fetches, seconds: seconds, digest: digest)
+    }
+
+    static func rawIDs(_ db: RawDatabase) throws -> FetchBenchmark.Result {
+        let select = try db.prepare(#"SELECT "_pk" FROM "Task" WHERE "done" = ? AND "priority" = ? AND "estimate" < ? ORDER BY "_pk" LIMIT \#(limit)"#)
+        var digest = Digest()
+        let (_, seconds) = try measure {
+            for k in 0..<fetches {
+                let (done, priority, below) = constants(k)
+                select.bind(Int64(done ? 1 : 0), at: 1)
+                select.bind(priority, at: 2)
+                select.bind(below, at: 3)
+                while try select.step() { digest.add(select.int64(0), "") }
+                select.reset()
+            }
+        }
+        return FetchBenchmark.Result(operations: fetches, seconds: seconds, digest: digest)
+    }
+
     /// The number of matches (every match counted, not just a page).
     static func managedStoreCount(_ container: PersistentContainer) throws -> FetchBenchmark.Result {
         let context = container.newBackgroundContext(name: "bench-3-clauses-count")
