@@ -54,14 +54,24 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     var isListedAsTouched = false
     /// The object's row was gone from the store when its fault fired.
     public internal(set) var isInaccessible = false
-    /// Set once the object was deleted and that delete saved, or its context was reset.
-    var isDetached = false
+    /// Set once the object was deleted and that delete saved, or it was rolled back out.
+    var isRemoved = false
+    /// The context's generation when the object was registered: a `reset()` starts a new one,
+    /// which detaches every object of the old at once, without visiting each.
+    let generation: Int
+
+    /// The object can no longer be used: removed, or its context was reset since.
+    var isDetached: Bool {
+        get { isRemoved || context?.generation != generation }
+        set { isRemoved = newValue }
+    }
 
     init(entity: Entity, objectID: ManagedObjectID, context: ManagedObjectContext, isFault: Bool) {
         self.entity = entity
         self.objectID = objectID
         self.context = context
         self.isFault = isFault
+        self.generation = context.generation
     }
 
     public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
@@ -95,7 +105,8 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// The object's context, after checking that the caller is on its queue.
     @discardableResult
     func requireContext(_ function: StaticString = #function) -> ManagedObjectContext {
-        guard !isDetached, let context else {
+        // One load of the weak reference (this runs for every property access).
+        guard let context, !isRemoved, context.generation == generation else {
             preconditionFailure("ManagedObject \(objectID): \(function) on an object whose context was reset, "
                 + "deallocated, or that was deleted and saved. Keep the context alive, or fetch the object again by its ID.")
         }
@@ -103,12 +114,13 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         return context
     }
 
+    @inline(__always)
     func fireFaultIfNeeded() {
         if isFault { requireContext().fireFault(self) }
     }
 
     func propertyRef(_ key: String, _ function: StaticString = #function) -> PropertyRef {
-        guard let ref = entity.propertyByName[key] else {
+        guard let ref = entity.property(named: key) else {
             preconditionFailure("\(entity.name) has no property '\(key)' (\(function)). Its properties are: "
                 + (entity.attributes.map(\.name) + entity.relationships.map(\.name)).joined(separator: ", "))
         }

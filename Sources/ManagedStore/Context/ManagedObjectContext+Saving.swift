@@ -87,8 +87,8 @@ extension ManagedObjectContext {
             let entity = object.entity
             changes.inserts.append(ChangeSet.Insert(
                 id: object.objectID, entity: entity, attributes: object.attributes,
-                foreignKeys: entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }))
-            addLinkChanges(of: object, to: &changes)
+                foreignKeys: entity.foreignKeyRelationships.isEmpty ? [] : entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }))
+            if entity.hasJoinTables { addLinkChanges(of: object, to: &changes) }
         }
         for object in updatedList where !object.isFault {
             let entity = object.entity

@@ -37,6 +37,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// with changes are kept alive by the change lists below.
     var registered: [ManagedObjectID: Registration] = [:]
     private var registrationsSincePurge = 0
+    /// Bumped by `reset()`: objects of an earlier generation are detached.
+    private(set) var generation = 0
 
     var insertedList: [ManagedObject] = []
     var updatedList: [ManagedObject] = []
@@ -300,8 +302,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Forgets every object and change [reset()]. Objects handed out before can no longer be used.
     public func reset() {
         assertOnQueue()
-        for weak in registered.values { weak.object?.isDetached = true }
-        for list in [insertedList, updatedList, deletedList, touchedList] { for object in list { object.isDetached = true } }
+        generation += 1  // detaches every object handed out so far, in O(1)
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)

@@ -45,7 +45,9 @@ public final class ManagedObjectModel: Sendable {
     }
 
     func resolvedEntity(named name: String) -> Entity? {
-        entityIndexByName[name].map { schema[$0] }
+        // A model has few entities: comparing names beats hashing them (every insert asks).
+        if schema.count <= 16 { return schema.first { $0.name == name } }
+        return entityIndexByName[name].map { schema[$0] }
     }
 
     /// Decides which side of a relationship stores its links.

@@ -46,6 +46,8 @@ final class Entity: Sendable {
     let defaultAttributes: [AttributeValue]
     /// Relationships whose key is stored in this entity's row, in relationship order.
     let foreignKeyRelationships: [Int]
+    /// Whether any relationship is many-to-many (stored in a join table).
+    let hasJoinTables: Bool
     /// The relationships of a new object (no destinations), shared by every insert until written.
     let emptyRelationships: [RelationshipState]
     /// The entity as its author described it.
@@ -74,6 +76,7 @@ final class Entity: Sendable {
             if case .foreignKey = $0.storage { return true } else { return false }
         }.map(\.index)
         self.foreignKeyRelationships = foreignKeys
+        self.hasJoinTables = relationships.contains { if case .joinTable = $0.storage { return true } else { return false } }
         self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         self.descriptionValue = description
         let table = quoteIdentifier(description.name)
@@ -85,8 +88,19 @@ final class Entity: Sendable {
     }
 
     func attributeIndex(_ name: String) -> Int? {
-        if case .attribute(let i)? = propertyByName[name] { return i }
+        if case .attribute(let i)? = property(named: name) { return i }
         return nil
+    }
+
+    /// The property called `name`. Entities have few properties, and comparing small strings
+    /// costs less than hashing them (the setter path does this for every value it sets).
+    func property(named name: String) -> PropertyRef? {
+        if attributes.count + relationships.count <= 16 {
+            for (i, attribute) in attributes.enumerated() where attribute.name == name { return .attribute(i) }
+            for relationship in relationships where relationship.name == name { return .relationship(relationship.index) }
+            return nil
+        }
+        return propertyByName[name]
     }
 
     func relationshipIndex(_ name: String) -> Int? {
