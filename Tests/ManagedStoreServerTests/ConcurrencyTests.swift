@@ -21,7 +21,7 @@ struct ConcurrencyTests {
     /// Runs `body(i)` for i in 0..<count on `count` threads at once.
     static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
         let group = DispatchGroup()
-        let failures = FailureList()
+        let failures = LockedList<String>()
         for i in 0..<count {
             group.enter()
             Thread {
@@ -29,7 +29,7 @@ struct ConcurrencyTests {
                 do { try body(i) } catch { failures.add("\(i): \(error)") }
             }.start()
         }
-        guard group.wait(timeout: .now() + 60) == .success else { throw FailureList.Timeout() }
+        guard group.wait(timeout: .now() + 60) == .success else { throw ConcurrencyFailure.timeout }
         #expect(failures.all.isEmpty, "\(failures.all)")
     }
 
@@ -48,7 +48,7 @@ struct ConcurrencyTests {
                     let etag = current.header("ETag") ?? ""
                     let response = try client.json("PATCH", "/v1/objects/Task/1", #"{"estimate": \#(value + 1)}"#, headers: [("If-Match", etag)])
                     if response.status == 200 { break }
-                    guard response.status == 409 else { throw FailureList.Unexpected(response.text) }
+                    guard response.status == 409 else { throw ConcurrencyFailure.unexpected(response.text) }
                     conflicts.add()
                     precondition(attempt < 499, "no progress after 500 attempts")
                 }
@@ -64,10 +64,10 @@ struct ConcurrencyTests {
     func groupCommit() throws {
         let harness = try ServerHarness(inMemory: false) { _, http in http.threads = 4 }
         let commitsBefore = harness.coordinator.commitCount
-        let ids = IDList()
+        let ids = LockedList<String>()
         try Self.concurrently(64) { i in
             let response = try harness.request("POST", "/v1/objects/Task", json: #"{"title": "insert \#(i)"}"#)
-            guard response.status == 201, let id = response.json?["_id"] as? String else { throw FailureList.Unexpected(response.text) }
+            guard response.status == 201, let id = response.json?["_id"] as? String else { throw ConcurrencyFailure.unexpected(response.text) }
             ids.add(id)
         }
         let commits = harness.coordinator.commitCount - commitsBefore
@@ -92,7 +92,7 @@ struct ConcurrencyTests {
                 let response = i % 4 == 0
                     ? try client.json("POST", "/v1/objects/Task", #"{"title": "w\#(i)-\#(j)", "priority": \#(j % 6)}"#)
                     : try client.request("GET", "/v1/objects/Task?where=\("priority >= 3".queryEncoded)&limit=5")
-                guard [200, 201].contains(response.status) else { throw FailureList.Unexpected(response.text) }
+                guard [200, 201].contains(response.status) else { throw ConcurrencyFailure.unexpected(response.text) }
             }
         }
         #expect(try harness.counts()["Task"] == 80)
@@ -100,22 +100,19 @@ struct ConcurrencyTests {
     }
 }
 
-final class FailureList: @unchecked Sendable {
+/// A list appended to from many threads.
+final class LockedList<Element>: @unchecked Sendable {
     // @unchecked Sendable: `items` is only touched under `lock`.
-    struct Timeout: Error {}
-    struct Unexpected: Error { let text: String; init(_ text: String) { self.text = text } }
     private let lock = NSLock()
-    private var items: [String] = []
-    func add(_ item: String) { lock.lock(); items.append(item); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
+    private var items: [Element] = []
+    func add(_ item: Element) { lock.lock(); items.append(item); lock.unlock() }
+    var all: [Element] { lock.lock(); defer { lock.unlock() }; return items }
 }
 
-final class IDList: @unchecked Sendable {
-    // @unchecked Sendable: `items` is only touched under `lock`.
-    private let lock = NSLock()
-    private var items: [String] = []
-    func add(_ item: String) { lock.lock(); items.append(item); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
+/// Why a concurrent test body gave up.
+enum ConcurrencyFailure: Error {
+    case timeout
+    case unexpected(String)
 }
 
 final class Counter: @unchecked Sendable {

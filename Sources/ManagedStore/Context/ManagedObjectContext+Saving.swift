@@ -30,10 +30,8 @@ extension ManagedObjectContext {
             }
         } catch let rejection as ChangeSetRejection {
             throw saveError(for: rejection)
-        } catch let error as StoreError {
-            throw .store(error)
         } catch {
-            throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+            throw .store(StoreError(wrapping: error))
         }
         didSave(changes, permanentIDs: permanentIDs)
     }
@@ -55,10 +53,8 @@ extension ManagedObjectContext {
                 }
                 return result
             }
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw .sqlite(code: -1, message: "\(error)", sql: nil)
+            throw StoreError(wrapping: error)
         }
         var pairs: [(ManagedObject, ManagedObjectID)] = []
         for (entityIndex, group) in byEntity {

@@ -260,10 +260,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             guard let pk = object.objectID.primaryKey else { return }
             do {
                 row = try readStore { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
-            } catch let error as StoreError {
-                throw .store(error)
             } catch {
-                throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+                throw .store(StoreError(wrapping: error))
             }
         }
         if let row { materialize(object, from: row) } else { markInaccessible(object) }

@@ -46,6 +46,14 @@ public struct ManagedObjectID: Sendable, Hashable, Codable, CustomStringConverti
         return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entityName, key: .temporary(n))
     }
 
+    /// Parses `Entity/pk` (the `description` of a permanent ID) for the store `storeIdentifier`;
+    /// nil unless the key is a positive integer. The entity is not checked against a model.
+    init?(description text: String, storeIdentifier: UUID) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, let pk = Int64(parts[1]), pk > 0 else { return nil }
+        self.init(storeIdentifier: storeIdentifier, entityName: String(parts[0]), key: .permanent(pk))
+    }
+
     public var isTemporaryID: Bool { if case .temporary = key { return true } else { return false } }
 
     /// The primary key of a permanent ID; nil for a temporary one.

@@ -96,10 +96,8 @@ public final class PersistentStoreCoordinator: Sendable {
                 }
                 return uuid
             }.result
-        } catch let error as StoreError {
-            throw error
         } catch {
-            throw .sqlite(code: -1, message: "\(error)", sql: nil)
+            throw StoreError(wrapping: error)
         }
     }
 
@@ -151,6 +149,13 @@ public final class PersistentStoreCoordinator: Sendable {
     public func managedObjectID(entityName: String, primaryKey: Int64) -> ManagedObjectID? {
         guard model.entityIndexByName[entityName] != nil, primaryKey > 0 else { return nil }
         return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entityName, key: .permanent(primaryKey))
+    }
+
+    /// The permanent ID written `Entity/pk` (the form `ManagedObjectID.description` gives, and
+    /// the API uses), if it names an entity of this model and a positive key.
+    public func managedObjectID(fromDescription text: String) -> ManagedObjectID? {
+        guard let id = ManagedObjectID(description: text, storeIdentifier: storeIdentifier), isValid(id) else { return nil }
+        return id
     }
 
     func isValid(_ id: ManagedObjectID) -> Bool {

@@ -422,11 +422,10 @@ struct PredicateChecker {
                 return value
             case .attribute(.string(let text)):
                 // The API's form of an object ID: "Project/7".
-                let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-                guard parts.count == 2, parts[0] == destination.name, let pk = Int64(parts[1]), pk > 0 else {
+                guard let id = ManagedObjectID(description: text, storeIdentifier: storeIdentifier), id.entityName == destination.name else {
                     throw incompatible("\"\(text)\" is not a \(destination.name) ID such as \"\(destination.name)/7\"")
                 }
-                return .object(ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination.name, key: .permanent(pk)))
+                return .object(id)
             case .attribute(let v):
                 throw incompatible("a relationship to \(destination.name) compared with a \(v.kindName)")
             }

@@ -58,10 +58,8 @@ extension ManagedObjectContext {
                     try RowSQL.relatedKeys(connection, model: coordinator.model, entity: entity, relationship: relationship,
                                            owners: owners.compactMap(\.objectID.primaryKey))
                 }
-            } catch let error as StoreError {
-                throw .store(error)
             } catch {
-                throw .store(.sqlite(code: -1, message: "\(error)", sql: nil))
+                throw .store(StoreError(wrapping: error))
             }
             for owner in owners {
                 let ids = (keys[owner.objectID.primaryKey!] ?? []).map {
@@ -198,7 +196,7 @@ extension ManagedObjectContext {
     func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
         let prepared = try prepare(request)
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let sql = selectSQL(prepared, columns: RowSQL.rowColumns(prepared.entity), query: &query,
+        let sql = selectSQL(prepared, columns: prepared.entity.rowColumnsSQL, query: &query,
                             limit: request.fetchLimit, offset: request.fetchOffset)
         return (sql, query.bindings)
     }
@@ -230,10 +228,9 @@ extension ManagedObjectContext {
                     return rows
                 }
             }
-        } catch let error as StoreError {
-            throw Self.refusedAsTooComplex(error) ?? .store(error)
         } catch {
-            throw .store(.sqlite(code: -1, message: "\(error)", sql: sql))
+            let storeError = StoreError(wrapping: error, sql: sql)
+            throw Self.refusedAsTooComplex(storeError) ?? .store(storeError)
         }
     }
 
@@ -252,7 +249,7 @@ extension ManagedObjectContext {
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let entity = prepared.entity
-        let sql = selectSQL(prepared, columns: RowSQL.rowColumns(entity), query: &query, limit: limit, offset: offset)
+        let sql = selectSQL(prepared, columns: entity.rowColumnsSQL, query: &query, limit: limit, offset: offset)
         let rows = try runQuery(sql, query.bindings) { RowSQL.readRow(from: $0, entity: entity) }
         let asFaults = prepared.request.returnsObjectsAsFaults
         return rows.map { pk, row in

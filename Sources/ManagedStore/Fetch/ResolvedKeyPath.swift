@@ -34,7 +34,7 @@ struct ResolvedKeyPath: Sendable, Hashable {
     /// Resolves `text` from `rootEntity`, or from a SUBQUERY variable (`$t.label`) bound in `variables`.
     init(_ text: String, rootEntity root: Entity, variables: [String: Int] = [:], model: ManagedObjectModel) throws(FetchError) {
         // One attribute of the fetched entity, the common case: no splitting.
-        if case .attribute(let a)? = root.propertyByName[text] {
+        if case .attribute(let a)? = root.property(named: text) {
             self.text = text
             self.root = .object
             self.rootEntity = root.index
@@ -66,7 +66,7 @@ struct ResolvedKeyPath: Sendable, Hashable {
         }
         for (i, name) in names.enumerated() {
             let isLast = i == names.count - 1
-            switch entity.propertyByName[name] {
+            switch entity.property(named: name) {
             case .attribute(let a)?:
                 guard isLast else { throw .unknownKeyPath(text, entity: root.name) }
                 self.steps = steps

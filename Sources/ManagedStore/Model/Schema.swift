@@ -104,7 +104,7 @@ final class Entity: Sendable {
     }
 
     func relationshipIndex(_ name: String) -> Int? {
-        if case .relationship(let i)? = propertyByName[name] { return i }
+        if case .relationship(let i)? = property(named: name) { return i }
         return nil
     }
 }

@@ -9,6 +9,12 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file is an SQLite database, but not one that ManagedStore created.
     case notAManagedStore(path: String)
 
+    /// `error` itself when it is a store error; otherwise a store error describing it. The
+    /// store's transaction closures throw untyped errors, and this is where they become typed.
+    init(wrapping error: any Error, sql: String? = nil) {
+        self = error as? StoreError ?? .sqlite(code: -1, message: "\(error)", sql: sql)
+    }
+
     public var description: String {
         switch self {
         case let .sqlite(code, message, sql):

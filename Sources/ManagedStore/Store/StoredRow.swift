@@ -9,10 +9,7 @@ struct StoredRow: Sendable {
 
 /// SQL that reads rows and relationship keys; shared by fetches, faults and saves.
 enum RowSQL {
-    /// The column list of a full row, read by `readRow(from:entity:startingAt:)`.
-    static func rowColumns(_ entity: Entity) -> String { entity.rowColumnsSQL }
-
-    /// Reads the columns of `rowColumns` starting at column `start`; returns the primary key and the row.
+    /// Reads the columns of `entity.rowColumnsSQL` starting at column `start`; returns the primary key and the row.
     static func readRow(from statement: SQLiteStatement, entity: Entity, startingAt start: Int32 = 0) -> (Int64, StoredRow) {
         let pk = statement.int64(start)
         let version = statement.int64(start + 1)

@@ -271,7 +271,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             func target() throws -> ObjectReference {
                 guard let text = item["object"]?.stringValue else { throw fail("missing \"object\" (an ID such as \"Task/42\", or a ref)") }
                 if refs.contains(text) { return .ref(text) }
-                guard let id = ObjectIDText.parse(text, coordinator: coordinator) else {
+                guard let id = coordinator.managedObjectID(fromDescription: text) else {
                     throw fail("\"\(text)\" is neither an object ID of this model nor an earlier ref")
                 }
                 return .id(id)

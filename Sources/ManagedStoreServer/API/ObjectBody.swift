@@ -48,7 +48,7 @@ struct ObjectBody: Sendable {
                     if item.isNull { return .some(nil) }
                     guard let text = item.stringValue else { return nil }
                     if refs.contains(text) { return .ref(text) }
-                    guard let id = ObjectIDText.parse(text, coordinator: coordinator), id.entityName == relationship.destination else { return nil }
+                    guard let id = coordinator.managedObjectID(fromDescription: text), id.entityName == relationship.destination else { return nil }
                     return .id(id)
                 }
                 if relationship.isToMany {
@@ -76,14 +76,5 @@ struct ObjectBody: Sendable {
                 throw Problem.unknownProperty(entity.name, key)
             }
         }
-    }
-}
-
-/// The API's object IDs: `Entity/pk`.
-enum ObjectIDText {
-    static func parse(_ text: String, coordinator: PersistentStoreCoordinator) -> ManagedObjectID? {
-        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let pk = Int64(parts[1]), pk > 0 else { return nil }
-        return coordinator.managedObjectID(entityName: String(parts[0]), primaryKey: pk)
     }
 }
