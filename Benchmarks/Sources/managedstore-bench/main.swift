@@ -1,6 +1,6 @@
 // managedstore-bench: ManagedStore against raw SQLite on the same schema, in one run.
 //
-//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep]
+//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only]
 //
 // The ManagedStore insert runs first, so the peak memory read right after it is the
 // library's (on top of the process's start-up), not raw SQLite's.
@@ -9,6 +9,8 @@ import ManagedStore
 
 var workload = Workload()
 var keepFiles = false
+/// Only the two inserts and their check: the quick loop for profiling the insert path.
+var insertOnly = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     func number() -> Int {
@@ -21,8 +23,9 @@ while let argument = arguments.popFirst() {
     case "--count": workload.count = number()
     case "--batch": workload.batchSize = number()
     case "--keep": keepFiles = true
+    case "--insert-only": insertOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000)] [--batch N (default 10000)] [--keep (keep the store files)]")
+        say("usage: managedstore-bench [--count N (default 1000000)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -86,6 +89,12 @@ do {
     let rawFingerprint = try InsertBenchmark.fingerprint(of: rawPath)
     check("Task schema (table + indexes)", msFingerprint.schema, rawFingerprint.schema)
     check("stored rows (count, key range, sums)", msFingerprint.rows, rawFingerprint.rows)
+    if insertOnly {
+        let ratio = msInsert.perSecond / rawInsert.perSecond
+        say("\nInsert: ManagedStore \(grouped(msInsert.perSecond)) objects/s, raw SQLite \(grouped(rawInsert.perSecond)) rows/s, ratio \(fixed(ratio))")
+        if !keepFiles { try? FileManager.default.removeItem(at: directory) }
+        exit(failures.isEmpty ? 0 : 1)
+    }
 
     // 3. Reads: each side reads its own file; the two files hold the same rows.
     let container = try PersistentContainer(model: .taskTracker(), store: .sqlite(storeURL, durability: .normal))

@@ -65,7 +65,7 @@ extension ManagedObjectContext {
                 next += 1
             }
         }
-        applyPermanentIDs(pairs)
+        applyPermanentIDs(pairs.map(\.0), pairs.map(\.1))
     }
 
     // MARK: Steps
@@ -79,11 +79,11 @@ extension ManagedObjectContext {
 
     private func makeChangeSet() -> ChangeSet {
         var changes = ChangeSet()
+        changes.inserts.reserveCapacity(insertedList.count)
         for object in insertedList {
             let entity = object.entity
             changes.inserts.append(ChangeSet.Insert(
-                id: object.objectID, entity: entity, attributes: object.attributes,
-                foreignKeys: entity.foreignKeyRelationships.isEmpty ? [] : entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }))
+                id: object.objectID, entity: entity, attributes: object.attributes, relationships: object.relationships))
             if entity.hasJoinTables { addLinkChanges(of: object, to: &changes) }
         }
         for object in updatedList where !object.isFault {
@@ -131,11 +131,14 @@ extension ManagedObjectContext {
 
     /// Join-table rows to add and remove for the many-to-many relationships of `object`.
     private func addLinkChanges(of object: ManagedObject, to changes: inout ChangeSet) {
-        for relationship in object.entity.relationships {
-            guard case let .joinTable(table, ownColumn, _) = relationship.storage,
-                  case .toMany(let now) = object.relationships[relationship.index] else { continue }
+        let entity = object.entity
+        for r in entity.joinTableRelationships {
+            guard case .toMany(let now) = object.relationships[r] else { continue }
             var before: Set<ManagedObjectID> = []
-            if !object.isInserted, case .toMany(let committed) = object.committedRelationships[relationship.index] { before = committed }
+            if !object.isInserted, case .toMany(let committed) = object.committedRelationships[r] { before = committed }
+            if now.isEmpty && before.isEmpty { continue }  // a new object without links: the common case
+            let relationship = entity.relationships[r]
+            guard case let .joinTable(table, ownColumn, _) = relationship.storage else { continue }
             func link(_ other: ManagedObjectID) -> ChangeSet.Link {
                 ownColumn == "\"a\"" ? .init(table: table, a: object.objectID, b: other, relationship: relationship.name)
                                      : .init(table: table, a: other, b: object.objectID, relationship: relationship.name)
@@ -188,8 +191,8 @@ extension ManagedObjectContext {
     /// new committed snapshots, no pending changes.
     private func didSave(_ changes: ChangeSet, permanentIDs: [ManagedObjectID]) {
         // `changes.inserts` was made from `insertedList`, in its order.
-        applyPermanentIDs(Array(zip(insertedList, permanentIDs)))
-        let written = Set(changes.updates.map(\.id))
+        applyPermanentIDs(insertedList, permanentIDs)
+        let written = changes.updates.isEmpty ? [] : Set(changes.updates.map(\.id))
         for object in insertedList {
             object.isInserted = false
             object.committedVersion = 1
@@ -231,10 +234,12 @@ extension ManagedObjectContext {
 
     /// Gives objects their permanent IDs and rewrites every pending reference to them. The
     /// temporary ID's registration stays, so an old temporary ID still finds its object.
-    private func applyPermanentIDs(_ pairs: [(ManagedObject, ManagedObjectID)]) {
+    private func applyPermanentIDs(_ objects: [ManagedObject], _ permanentIDs: [ManagedObjectID]) {
         let retained = retainsRegisteredObjectsNow
         var changed: [(ManagedObject, ManagedObjectID)] = []
-        for (object, permanent) in pairs where object.objectID != permanent {
+        changed.reserveCapacity(objects.count)
+        registered.reserveCapacity(registered.count + objects.count)
+        for (object, permanent) in zip(objects, permanentIDs) where object.objectID != permanent {
             changed.append((object, object.objectID))
             object.objectID = permanent
             registered[permanent] = Registration(object, retained: retained)

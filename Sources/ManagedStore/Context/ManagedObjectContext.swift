@@ -8,7 +8,9 @@ import Foundation
 /// saying so; it never silently works. Pass `ManagedObjectID`s (Sendable) between contexts.
 ///
 /// `@unchecked Sendable`: the context itself may be handed to any task, because all its mutable
-/// state is touched only on `queue`, which `assertOnQueue` checks on every entry point.
+/// state is touched only on `queue`, which `assertOnQueue` checks on every entry point. For the
+/// same reason its stored state is `@exclusivity(unchecked)` (see `ManagedObject`): one thread,
+/// and no access held open across a call that could come back to the same property.
 public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
     public let coordinator: PersistentStoreCoordinator
     public let name: String
@@ -19,7 +21,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         get { assertOnQueue(); return _retainsRegisteredObjects }
         set { assertOnQueue(); _retainsRegisteredObjects = newValue }
     }
-    private var _retainsRegisteredObjects = true
+    @exclusivity(unchecked) private var _retainsRegisteredObjects = true
     var retainsRegisteredObjectsNow: Bool { _retainsRegisteredObjects }
 
     /// How a save treats a conflict with changes saved elsewhere since this context read them.
@@ -29,27 +31,25 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     let queue: DispatchQueue
-    private var _mergePolicy: MergePolicy = .error
+    @exclusivity(unchecked) private var _mergePolicy: MergePolicy = .error
 
     /// Objects by ID. Held strongly while `retainsRegisteredObjects` (the default): objects
     /// cannot leave a `perform` block, so the context is what keeps what it read (and the
     /// version it read it at) from one block to the next. Otherwise held weakly, and objects
     /// with changes are kept alive by the change lists below.
-    var registered: [ManagedObjectID: Registration] = [:]
-    private var registrationsSincePurge = 0
+    @exclusivity(unchecked) var registered: [ManagedObjectID: Registration] = [:]
+    @exclusivity(unchecked) private var registrationsSincePurge = 0
     /// Bumped by `reset()`: objects of an earlier generation are detached.
-    private(set) var generation = 0
+    @exclusivity(unchecked) private(set) var generation = 0
 
-    var insertedList: [ManagedObject] = []
-    var updatedList: [ManagedObject] = []
-    var deletedList: [ManagedObject] = []
+    @exclusivity(unchecked) var insertedList: [ManagedObject] = []
+    @exclusivity(unchecked) var updatedList: [ManagedObject] = []
+    @exclusivity(unchecked) var deletedList: [ManagedObject] = []
     /// Objects whose loaded relationships changed through inverse maintenance only.
-    var touchedList: [ManagedObject] = []
+    @exclusivity(unchecked) var touchedList: [ManagedObject] = []
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
-    var snapshotConnection: SQLiteConnection?
-
-    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+    @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
 
     /// Reads go through the writer connection instead of the reader pool, so that they see
     /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).
@@ -62,7 +62,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         self.name = name
         self.readsThroughWriter = readsThroughWriter
         self.queue = DispatchQueue(label: "ManagedStore.context.\(name)")
-        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     }
 
     public var description: String { "<ManagedObjectContext \(name)>" }
@@ -70,7 +69,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     // MARK: Queue confinement
 
     /// True when the caller runs on this context's queue.
-    public var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+    public var isOnQueue: Bool { RunningContext.isRunning(self) }
 
     func assertOnQueue(_ function: StaticString = #function) {
         guard isOnQueue else {
@@ -84,7 +83,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try body() })
+                continuation.resume(with: Result { try RunningContext.run(self, body) })
             }
         }
     }
@@ -92,7 +91,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Runs `body` on the context's queue and returns its result [perform(_:)].
     public func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+            queue.async { continuation.resume(returning: RunningContext.run(self, body)) }
         }
     }
 
@@ -100,7 +99,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// on the queue already, it runs `body` at once.
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
-        return try queue.sync(execute: body)
+        return try queue.sync { try RunningContext.run(self, body) }
     }
 
     // MARK: State
@@ -371,14 +370,27 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 }
 
-/// An entry of the registration table: a strong or a weak reference to an object.
-struct Registration {
-    private var strong: ManagedObject?
-    private weak var weak: ManagedObject?
+/// An entry of the registration table: the object itself, or a weak reference to it.
+///
+/// An enum rather than a struct with both kinds of field: the default (retained) entry is one
+/// pointer, with none of the weak-reference runtime calls on every copy and destroy.
+enum Registration {
+    case retained(ManagedObject)
+    case weak(WeakObjectReference)
 
     init(_ object: ManagedObject, retained: Bool) {
-        if retained { strong = object } else { weak = object }
+        self = retained ? .retained(object) : .weak(WeakObjectReference(object))
     }
 
-    var object: ManagedObject? { strong ?? weak }
+    var object: ManagedObject? {
+        switch self {
+        case .retained(let object): return object
+        case .weak(let reference): return reference.object
+        }
+    }
+}
+
+final class WeakObjectReference {
+    weak var object: ManagedObject?
+    init(_ object: ManagedObject) { self.object = object }
 }

@@ -10,11 +10,14 @@ struct ObjectValidator {
 
     func validateForSave(_ object: ManagedObject) -> [ValidationError] {
         var errors: [ValidationError] = []
-        for (index, attribute) in object.entity.attributes.enumerated() {
-            if let error = validate(object.attributes[index], attribute, object.objectID) { errors.append(error) }
+        let entity = object.entity
+        // By index: binding each description to a variable would copy it (and retain its
+        // strings) for every object of a bulk save.
+        for index in entity.attributes.indices {
+            if let error = validate(object.attributes[index], entity, index, object.objectID) { errors.append(error) }
         }
-        for relationship in object.entity.relationships {
-            errors += validate(relationship, of: object)
+        for index in entity.relationships.indices {
+            validateRelationship(index, of: object, into: &errors)
         }
         return errors
     }
@@ -32,19 +35,24 @@ struct ObjectValidator {
         }
     }
 
-    private func validate(_ relationship: Relationship, of object: ManagedObject) -> [ValidationError] {
-        var errors: [ValidationError] = []
+    private func validateRelationship(_ index: Int, of object: ManagedObject, into errors: inout [ValidationError]) {
+        let entity = object.entity
         let targets: [ManagedObjectID]
-        switch object.relationships[relationship.index] {
+        // Fields are read through the array, not from a copy of the relationship: this runs
+        // for every relationship of every object saved.
+        switch object.relationships[index] {
         case .unloaded:
-            if !relationship.isToMany && !relationship.description.isOptional {
-                targets = context.toOneValue(of: object, relationship.index).map { [$0] } ?? []
+            if !entity.relationships[index].isToMany && !entity.relationships[index].description.isOptional {
+                targets = context.toOneValue(of: object, index).map { [$0] } ?? []
             } else {
-                return []  // never read, so never changed by this context
+                return  // never read, so never changed by this context
             }
+        case .toOne(nil) where entity.relationships[index].description.isOptional, .toMany([]):
+            return  // nothing to check: the common case of a new object
         case .toOne(let id): targets = id.map { [$0] } ?? []
         case .toMany(let ids): targets = Array(ids)
         }
+        let relationship = entity.relationships[index]
         if !relationship.isToMany && !relationship.description.isOptional && targets.isEmpty {
             errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .missingMandatoryProperty,
                                           message: "\(relationship.name) is required"))
@@ -53,7 +61,19 @@ struct ObjectValidator {
             errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .invalidRelationship,
                                           message: "\(relationship.name) points at \(target), which is deleted"))
         }
-        return errors
+    }
+
+    private func validate(_ value: AttributeValue, _ entity: Entity, _ index: Int, _ id: ManagedObjectID) -> ValidationError? {
+        if value.isNull {
+            if entity.attributes[index].isOptional { return nil }
+        } else if value.fits(entity.attributes[index].type) && !entity.attributeHasRules[index] {
+            switch value {
+            case .double(let d) where !d.isFinite: break
+            case .float(let f) where !f.isFinite: break
+            default: return nil  // the common case, decided without copying the description
+            }
+        }
+        return validate(value, entity.attributes[index], id)
     }
 
     private func validate(_ value: AttributeValue, _ attribute: AttributeDescription, _ id: ManagedObjectID) -> ValidationError? {

@@ -39,6 +39,8 @@ final class Entity: Sendable {
     let attributes: [AttributeDescription]
     let relationships: [Relationship]
     let propertyByName: [String: PropertyRef]
+    /// Attribute names, then relationship names: what `property(named:)` scans.
+    let propertyNames: [String]
     /// Attribute indexes of each uniqueness constraint.
     let uniquenessConstraints: [[Int]]
     let indexes: [[String]]
@@ -48,6 +50,11 @@ final class Entity: Sendable {
     let foreignKeyRelationships: [Int]
     /// Whether any relationship is many-to-many (stored in a join table).
     let hasJoinTables: Bool
+    /// Relationships stored in a join table, in relationship order.
+    let joinTableRelationships: [Int]
+    /// Per attribute: whether it has a range, length or pattern rule (validation beyond its
+    /// type and optionality).
+    let attributeHasRules: [Bool]
     /// The relationships of a new object (no destinations), shared by every insert until written.
     let emptyRelationships: [RelationshipState]
     /// The entity as its author described it.
@@ -67,6 +74,7 @@ final class Entity: Sendable {
         for (i, a) in description.attributes.enumerated() { byName[a.name] = .attribute(i) }
         for (i, r) in description.relationships.enumerated() { byName[r.name] = .relationship(i) }
         self.propertyByName = byName
+        self.propertyNames = description.attributes.map(\.name) + description.relationships.map(\.name)
         self.uniquenessConstraints = description.uniquenessConstraints.map { names in
             names.compactMap { name in description.attributes.firstIndex { $0.name == name } }
         }
@@ -76,7 +84,12 @@ final class Entity: Sendable {
             if case .foreignKey = $0.storage { return true } else { return false }
         }.map(\.index)
         self.foreignKeyRelationships = foreignKeys
-        self.hasJoinTables = relationships.contains { if case .joinTable = $0.storage { return true } else { return false } }
+        let joinTables = relationships.filter { if case .joinTable = $0.storage { return true } else { return false } }.map(\.index)
+        self.joinTableRelationships = joinTables
+        self.hasJoinTables = !joinTables.isEmpty
+        self.attributeHasRules = description.attributes.map {
+            $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil || $0.pattern != nil
+        }
         self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         self.descriptionValue = description
         let table = quoteIdentifier(description.name)
@@ -95,10 +108,9 @@ final class Entity: Sendable {
     /// The property called `name`. Entities have few properties, and comparing small strings
     /// costs less than hashing them (the setter path does this for every value it sets).
     func property(named name: String) -> PropertyRef? {
-        if attributes.count + relationships.count <= 16 {
-            for (i, attribute) in attributes.enumerated() where attribute.name == name { return .attribute(i) }
-            for relationship in relationships where relationship.name == name { return .relationship(relationship.index) }
-            return nil
+        if propertyNames.count <= 16 {
+            guard let i = propertyNames.firstIndex(of: name) else { return nil }
+            return i < attributes.count ? .attribute(i) : .relationship(i - attributes.count)
         }
         return propertyByName[name]
     }

@@ -7,8 +7,19 @@ struct ChangeSet: Sendable {
         let id: ManagedObjectID
         let entity: Entity
         let attributes: [AttributeValue]
-        /// Aligned with `entity.foreignKeyRelationships`.
-        let foreignKeys: [ManagedObjectID?]
+        /// The object's relationships as it holds them (shared, not copied: a bulk insert makes
+        /// one of these per object); the stored to-one keys are read from them.
+        let relationships: [RelationshipState]
+
+        /// The target of stored to-one key `position` (of `entity.foreignKeyRelationships`).
+        func foreignKey(at position: Int) -> ManagedObjectID? {
+            if case .toOne(let id) = relationships[entity.foreignKeyRelationships[position]] { return id }
+            return nil
+        }
+
+        var refersToObjects: Bool {
+            entity.foreignKeyRelationships.indices.contains { foreignKey(at: $0) != nil }
+        }
     }
 
     struct Update: Sendable {
@@ -51,8 +62,11 @@ struct ChangeSet: Sendable {
 
     /// Whether anything written refers to another object (links, or stored to-one keys).
     var refersToObjects: Bool {
-        !addedLinks.isEmpty || !removedLinks.isEmpty || updates.contains { !$0.changedForeignKeys.isEmpty }
-            || inserts.contains { $0.foreignKeys.contains { $0 != nil } }
+        if !addedLinks.isEmpty || !removedLinks.isEmpty { return true }
+        // By index: `contains` would copy each element (and retain its arrays) for the test.
+        for i in updates.indices where !updates[i].changedForeignKeys.isEmpty { return true }
+        for i in inserts.indices where inserts[i].refersToObjects { return true }
+        return false
     }
 
     var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && addedLinks.isEmpty && removedLinks.isEmpty }

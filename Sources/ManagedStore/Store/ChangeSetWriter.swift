@@ -94,8 +94,8 @@ struct ChangeSetWriter {
             if !ok { invalid.append((owner, relationship, target)) }
         }
         for insert in changes.inserts {
-            for (position, target) in insert.foreignKeys.enumerated() {
-                guard let target else { continue }
+            for position in insert.entity.foreignKeyRelationships.indices {
+                guard let target = insert.foreignKey(at: position) else { continue }
                 try check(insert.id, insert.entity.relationships[insert.entity.foreignKeyRelationships[position]].name, target)
             }
         }
@@ -208,10 +208,13 @@ struct ChangeSetWriter {
 
     private func writeInserts(_ inserts: [ChangeSet.Insert], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         var statements: [Int: SQLiteStatement] = [:]
-        for insert in inserts {
-            let entity = insert.entity
+        var last: (entity: Int, statement: SQLiteStatement)?
+        // By index, so that no insert is copied (this loop runs once per object of a save).
+        for i in inserts.indices {
+            let entity = inserts[i].entity
             let statement: SQLiteStatement
-            if let cached = statements[entity.index] { statement = cached } else {
+            if let last, last.entity == entity.index { statement = last.statement  // a run of one entity: the usual case
+            } else if let cached = statements[entity.index] { statement = cached } else {
                 let columns = ["\"_pk\"", "\"_version\""] + entity.attributes.map { quoteIdentifier($0.name) }
                     + entity.foreignKeyRelationships.map { quoteIdentifier(entity.relationships[$0].name) }
                 let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
@@ -219,12 +222,17 @@ struct ChangeSetWriter {
                     "INSERT INTO \(entity.table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))")
                 statements[entity.index] = statement
             }
-            defer { statement.reset() }
-            statement.bind(resolve(insert.id).primaryKey, at: 1)
+            last = (entity.index, statement)
+            // Every parameter is bound below, so the old bindings need no clearing.
+            defer { statement.reset(clearingBindings: false) }
+            statement.bind(resolve(inserts[i].id).primaryKey, at: 1)
             statement.bind(1, at: 2)
             var index: Int32 = 3
-            for value in insert.attributes { statement.bind(value, at: index); index += 1 }
-            for target in insert.foreignKeys { statement.bind(target.flatMap { resolve($0).primaryKey }, at: index); index += 1 }
+            for value in inserts[i].attributes { statement.bind(value, at: index); index += 1 }
+            for position in entity.foreignKeyRelationships.indices {
+                statement.bind(inserts[i].foreignKey(at: position).flatMap { resolve($0).primaryKey }, at: index)
+                index += 1
+            }
             while try statement.step() {}
         }
     }

@@ -18,10 +18,11 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    /// Clears bindings and rewinds, ready for the next use.
-    func reset() {
+    /// Rewinds, ready for the next use, and clears the bindings unless the caller binds every
+    /// parameter again anyway.
+    func reset(clearingBindings: Bool = true) {
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
+        if clearingBindings { sqlite3_clear_bindings(handle) }
     }
 
     // MARK: Binding (1-based indexes, as SQLite counts)
