@@ -26,5 +26,14 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The server for a fixed time, for callgrind (Benchmarks/http/instructions.sh).
+        .executableTarget(
+            name: "server-profile",
+            dependencies: [
+                .product(name: "ManagedStore", package: "ManagedStore"),
+                .product(name: "ManagedStoreServer", package: "ManagedStore"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

@@ -31,17 +31,17 @@ extension ManagedObjectContext {
     /// Fires a relationship fault: reads the store's links, then applies this context's unsaved
     /// changes made from the other side.
     private func loadRelationship(of object: ManagedObject, _ r: Int) {
-        let relationship = object.entity.relationships[r]
-        let destination = coordinator.model.schema[relationship.destinationIndex]
+        let entity = object.entity
+        let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
         var stored: Set<ManagedObjectID> = []
         if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
                 let keys = try readStore { connection in
-                    try RowSQL.relatedKeys(connection, model: coordinator.model, entity: object.entity, relationship: relationship, pk: pk)
+                    try RowSQL.relatedKeys(connection, entity: entity, relationship: r, pk: pk)
                 }
                 stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })
             } catch {
-                preconditionFailure("ManagedStore could not read \(object.objectID).\(relationship.name): \(error)")
+                preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name): \(error)")
             }
         }
         setLoadedRelationship(of: object, r, stored: stored)
@@ -50,10 +50,12 @@ extension ManagedObjectContext {
     /// Installs a relationship's stored destinations (from a fault or a prefetch), with this
     /// context's unsaved changes from the other side applied on top.
     func setLoadedRelationship(of object: ManagedObject, _ r: Int, stored: Set<ManagedObjectID>) {
-        let relationship = object.entity.relationships[r]
-        let current = applyPendingInverseChanges(to: stored, owner: object, relationship)
+        let isToMany = object.entity.relationships[r].isToMany
+        // A context without pending changes (every read context) has nothing to apply.
+        let hasPendingChanges = !insertedList.isEmpty || !updatedList.isEmpty || !touchedList.isEmpty || !deletedList.isEmpty
+        let current = hasPendingChanges ? applyPendingInverseChanges(to: stored, owner: object, object.entity.relationships[r]) : stored
         let state = { (ids: Set<ManagedObjectID>) -> RelationshipState in
-            relationship.isToMany ? .toMany(ids) : .toOne(ids.sortedByKey().first)
+            isToMany ? .toMany(ids) : .toOne(ids.sortedByKey().first)
         }
         object.committedRelationships[r] = state(stored)
         object.relationships[r] = state(current)

@@ -99,7 +99,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// on the queue already, it runs `body` at once.
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
-        return try queue.sync { try RunningContext.run(self, body) }
+        return try syncOnQueue({ try RunningContext.run(self, body) }, rethrowing: { throw $0 })
+    }
+
+    /// `queue.sync` through Dispatch's plain `() -> Void` entry point: the generic, throwing
+    /// one runs unspecialized helper layers that cost several thousand instructions per call,
+    /// which a server's read path pays on every request. `rethrowing` lets this stay `rethrows`.
+    private func syncOnQueue<T>(_ work: () throws -> T, rethrowing: (any Error) throws -> T) rethrows -> T {
+        var result: Result<T, any Error>?
+        queue.sync { result = Result { try work() } }
+        switch result! {
+        case .success(let value): return value
+        case .failure(let error): return try rethrowing(error)
+        }
     }
 
     // MARK: State

@@ -107,7 +107,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// inside one read transaction.
     func read<T>(throughWriter: Bool = false, _ body: (SQLiteConnection) throws -> T) throws -> T {
         if let readers, !throughWriter {
-            return try readers.withReader { connection in try connection.readTransaction { try body(connection) } }
+            return try readers.withSnapshot(currentCommit: { commitCount }, body)
         }
         return try writer.withConnection { connection in try connection.readTransaction { try body(connection) } }
     }
@@ -117,7 +117,12 @@ public final class PersistentStoreCoordinator: Sendable {
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         try writer.withConnection { connection in
             let (result, committed) = try connection.writeTransaction { try body(connection) }
-            if committed { commits.add(1, ordering: .relaxed) }
+            if committed {
+                // Counted before the caller can acknowledge the write: readers compare their
+                // snapshot with this count (ReaderPool), so a read after the answer sees it.
+                let count = commits.add(1, ordering: .sequentiallyConsistent).newValue
+                readers?.endStaleSnapshots(current: count)
+            }
             return result
         }
     }
@@ -135,7 +140,7 @@ public final class PersistentStoreCoordinator: Sendable {
 
     /// How many write transactions have committed since the store was opened (a group commit
     /// counts once, however many saves it held).
-    public var commitCount: Int { commits.load(ordering: .relaxed) }
+    public var commitCount: Int { commits.load(ordering: .sequentiallyConsistent) }
 
     // MARK: IDs
 

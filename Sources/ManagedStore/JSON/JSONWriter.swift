@@ -3,7 +3,7 @@
 
 /// Appends JSON text to a growing byte buffer.
 public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+    public internal(set) var bytes: [UInt8] = []
     /// Sort object keys, so that equal values give equal text (used for the model hash).
     public var sortsKeys = false
 
@@ -46,7 +46,19 @@ public struct JSONWriter {
 
     public mutating func writeString(_ string: String) {
         bytes.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
+        var text = string
+        let plain = text.withUTF8 { utf8 in
+            // Most strings need no escape: copy them in one piece.
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if !plain { writeEscaped(text.utf8) }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func writeEscaped(_ utf8: String.UTF8View) {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
             case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\")); bytes.append(byte)
@@ -60,7 +72,30 @@ public struct JSONWriter {
             default: bytes.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Bytes that are already JSON text (a key made once, such as `,"title":`).
+    public mutating func writeRaw(_ text: [UInt8]) {
+        bytes.append(contentsOf: text)
+    }
+
+    /// An integer's digits, without making a String.
+    public mutating func writeInteger(_ value: Int64) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var count = 1
+        var rest = magnitude
+        while rest >= 10 { rest /= 10; count += 1 }
+        let end = bytes.count + count
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var i = end - 1
+            repeat {
+                buffer[i] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                i -= 1
+            } while magnitude > 0
+        }
     }
 }
 

@@ -80,7 +80,7 @@ extension AttributeValue {
         }
     }
 
-    private static func shortest(_ v: Double, float: Float? = nil) -> String {
+    static func shortest(_ v: Double, float: Float? = nil) -> String {
         let text = float.map { "\($0)" } ?? "\(v)"
         // Swift prints the shortest round-tripping digits; JSON has no "1e+20" vs "1e20" issue.
         return text.hasSuffix(".0") ? String(text.dropLast(2)) : text

@@ -7,6 +7,14 @@ import Foundation
 public enum RFC3339 {
     /// `2026-01-01T12:00:00.123456Z`: UTC, always six fractional digits.
     public static func string(from date: Date) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(27)
+        append(date, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the timestamp's text to `bytes` (what a JSON writer calls, without a String).
+    public static func append(_ date: Date, to bytes: inout [UInt8]) {
         let total = date.timeIntervalSince1970
         var seconds = total.rounded(.down)
         var micros = ((total - seconds) * 1_000_000).rounded()
@@ -15,12 +23,22 @@ public enum RFC3339 {
         let days = floorDiv(wholeSeconds, 86_400)
         let secondOfDay = wholeSeconds - days * 86_400
         let (year, month, day) = civilDate(fromDays: days)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        func digits(_ value: Int64, _ width: Int) {
+            var divisor: Int64 = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(Int64(micros), 6))Z"
+        if (0...9999).contains(year) { digits(year, 4) } else { bytes.append(contentsOf: String(year).utf8) }  // outside RFC 3339
+        bytes.append(UInt8(ascii: "-")); digits(month, 2)
+        bytes.append(UInt8(ascii: "-")); digits(day, 2)
+        bytes.append(UInt8(ascii: "T")); digits(secondOfDay / 3600, 2)
+        bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 3600 / 60, 2)
+        bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2)
+        bytes.append(UInt8(ascii: ".")); digits(Int64(micros), 6)
+        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil when the text is not such a timestamp.

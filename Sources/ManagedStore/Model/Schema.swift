@@ -63,7 +63,9 @@ final class Entity: Sendable {
     /// full row (aliased t0), and the statement that loads one row by primary key.
     let table: String
     let rowColumnsSQL: String
-    let loadRowSQL: String
+    let loadRowSQL: PreparedSQL
+    /// Per relationship: the keys of its destinations for one object, ascending.
+    let relatedKeysSQL: [PreparedSQL]
 
     init(index: Int, description: EntityDescription, relationships: [Relationship]) {
         self.index = index
@@ -97,7 +99,17 @@ final class Entity: Sendable {
         let columns = (["\"_pk\"", "\"_version\""] + description.attributes.map { quoteIdentifier($0.name) }
             + foreignKeys.map { quoteIdentifier(relationships[$0].name) }).map { "t0." + $0 }.joined(separator: ", ")
         self.rowColumnsSQL = columns
-        self.loadRowSQL = "SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
+        self.loadRowSQL = PreparedSQL("SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?")
+        self.relatedKeysSQL = relationships.map { relationship in
+            switch relationship.storage {
+            case .foreignKey(let column):
+                return PreparedSQL("SELECT \(column) FROM \(table) WHERE \"_pk\" = ? AND \(column) IS NOT NULL")
+            case .inverseForeignKey(let column):
+                return PreparedSQL("SELECT \"_pk\" FROM \(quoteIdentifier(relationship.description.destination)) WHERE \(column) = ? ORDER BY \"_pk\"")
+            case let .joinTable(joinTable, ownColumn, otherColumn):
+                return PreparedSQL("SELECT \(otherColumn) FROM \(joinTable) WHERE \(ownColumn) = ? ORDER BY \(otherColumn)")
+            }
+        }
     }
 
     func attributeIndex(_ name: String) -> Int? {

@@ -10,6 +10,7 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
     private var statementCache: [String: SQLiteStatement] = [:]
+    private var preparedCache: [ObjectIdentifier: (sql: PreparedSQL, statement: SQLiteStatement)] = [:]
 
     init(path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) throws(StoreError) {
         var db: OpaquePointer?
@@ -28,6 +29,7 @@ final class SQLiteConnection {
 
     deinit {
         statementCache.removeAll()
+        preparedCache.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -57,6 +59,17 @@ final class SQLiteConnection {
     /// Runs `body` with the cached statement for `sql`, resetting it afterwards even on error.
     func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
         let statement = try cachedStatement(sql)
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
+    /// The same for SQL a model made once, found by identity rather than by hashing its text.
+    func withStatement<T>(_ sql: PreparedSQL, _ body: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
+        let statement: SQLiteStatement
+        if let cached = preparedCache[ObjectIdentifier(sql)] { statement = cached.statement } else {
+            statement = try SQLiteStatement(connection: self, sql: sql.text)
+            preparedCache[ObjectIdentifier(sql)] = (sql, statement)
+        }
         defer { statement.reset() }
         return try body(statement)
     }

@@ -16,8 +16,8 @@ enum RowSQL {
         var column = start + 2
         var attributes: [AttributeValue] = []
         attributes.reserveCapacity(entity.attributes.count)
-        for attribute in entity.attributes {
-            attributes.append(statement.value(column, as: attribute.type))
+        for i in entity.attributes.indices {  // by index: a bound description would be copied per row
+            attributes.append(statement.value(column, as: entity.attributes[i].type))
             column += 1
         }
         var keys: [Int64?] = []
@@ -39,19 +39,8 @@ enum RowSQL {
 
     /// Primary keys of the destinations of `relationship` for the object `pk`, ascending.
     /// (For a relationship stored as this row's foreign key, read the row instead.)
-    static func relatedKeys(_ connection: SQLiteConnection, model: ManagedObjectModel, entity: Entity,
-                            relationship: Relationship, pk: Int64) throws(StoreError) -> [Int64] {
-        let destination = model.schema[relationship.destinationIndex]
-        let sql: String
-        switch relationship.storage {
-        case .foreignKey(let column):
-            sql = "SELECT \(column) FROM \(entity.table) WHERE \"_pk\" = ? AND \(column) IS NOT NULL"
-        case .inverseForeignKey(let column):
-            sql = "SELECT \"_pk\" FROM \(destination.table) WHERE \(column) = ? ORDER BY \"_pk\""
-        case let .joinTable(table, ownColumn, otherColumn):
-            sql = "SELECT \(otherColumn) FROM \(table) WHERE \(ownColumn) = ? ORDER BY \(otherColumn)"
-        }
-        return try connection.withStatement(sql) { statement throws(StoreError) in
+    static func relatedKeys(_ connection: SQLiteConnection, entity: Entity, relationship r: Int, pk: Int64) throws(StoreError) -> [Int64] {
+        try connection.withStatement(entity.relatedKeysSQL[r]) { statement throws(StoreError) in
             statement.bind(pk, at: 1)
             var keys: [Int64] = []
             while try statement.step() { keys.append(statement.int64(0)) }

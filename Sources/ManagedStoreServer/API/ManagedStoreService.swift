@@ -24,13 +24,16 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let configuration: ServiceConfiguration
     let reads: ReadContextPool
     let writes: WriteQueue
+    /// Every entity's JSON keys, made once.
+    let layouts: JSONLayouts
     private let ready = ReadyFlag()
 
     public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration) {
         self.coordinator = coordinator
         self.configuration = configuration
         self.reads = ReadContextPool(coordinator: coordinator, count: configuration.readContexts)
-        self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
+        self.layouts = JSONLayouts(coordinator.model)
+        self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit, layouts: layouts)
     }
 
     public func start() {
@@ -58,7 +61,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     // MARK: Routing
 
     private func route(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let segments = request.pathSegments
         guard segments.first == "v1" else { throw Problem.notFound("no resource at \(request.path); the API lives under /v1") }
         let rest = Array(segments.dropFirst())
         switch (request.method, rest.count, rest.first) {
@@ -174,7 +177,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             }
             var writer = JSONWriter(reservingCapacity: 256 + objects.count * 256)
             writer.writeRaw("{\"objects\":[")
-            let encoder = ObjectJSONEncoder(fields: query.fields, include: query.include)
+            let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
             for (i, object) in objects.enumerated() {
                 if i > 0 { writer.writeRaw(",") }
                 encoder.encode(object, into: &writer)
@@ -183,19 +186,21 @@ public final class ManagedStoreService: HTTPRequestHandler {
             if let next { writer.writeString(next.token) } else { writer.writeRaw("null") }
             if let count {
                 writer.writeRaw(",\"count\":")
-                writer.write(.number(String(count)))
+                writer.writeInteger(Int64(count))
             }
             writer.writeRaw("}")
             return .json(200, writer.bytes)
         }
     }
 
+    private static let getOneParameters: Set<String> = ["fields", "include"]
+
     private func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try FetchQuery(request, entity: entity, model: model, allowed: ["fields", "include"])
+        let query = request.query.isEmpty ? FetchQuery() : try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
         return try reads.withContext { context in
             guard let object = try? context.existingObject(with: id) else { throw Problem.notFound("no object \(id)") }
-            let encoder = ObjectJSONEncoder(fields: query.fields, include: query.include)
-            return .json(200, encoder.body(object), headers: [("ETag", "\"\(object.version)\"")])
+            let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+            return .json(200, encoder.body(object), headers: [("ETag", "\"" + String(object.version) + "\"")])
         }
     }
 

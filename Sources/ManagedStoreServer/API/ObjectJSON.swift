@@ -29,36 +29,79 @@ struct IncludeTree: Sendable {
     }
 }
 
+/// The JSON keys of one entity's properties, quoted and escaped once (`,"title":`), so that
+/// writing an object writes only its values.
+struct EntityJSONLayout: Sendable {
+    struct Property: Sendable {
+        let name: String
+        let key: [UInt8]
+    }
+    let attributes: [Property]
+    let relationships: [Property]
+    let isToMany: [Bool]
+
+    init(_ entity: EntityDescription) {
+        func property(_ name: String) -> Property {
+            var writer = JSONWriter(reservingCapacity: name.utf8.count + 4)
+            writer.writeRaw(",")
+            writer.writeString(name)
+            writer.writeRaw(":")
+            return Property(name: name, key: writer.bytes)
+        }
+        attributes = entity.attributes.map { property($0.name) }
+        relationships = entity.relationships.map { property($0.name) }
+        isToMany = entity.relationships.map(\.isToMany)
+    }
+}
+
+/// The layouts of every entity of a model, made once when the service starts.
+struct JSONLayouts: Sendable {
+    private let byEntity: [String: EntityJSONLayout]
+
+    init(_ model: ManagedObjectModel) {
+        byEntity = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, EntityJSONLayout($0)) })
+    }
+
+    subscript(entityName: String) -> EntityJSONLayout {
+        guard let layout = byEntity[entityName] else { preconditionFailure("no JSON layout for entity \(entityName)") }
+        return layout
+    }
+}
+
 /// Writes objects in the contract's JSON form: `_id`, `_version`, attributes, then
 /// relationships (IDs, or embedded objects where `include` asks).
 struct ObjectJSONEncoder {
+    let layouts: JSONLayouts
     /// Properties to write besides `_id` and `_version`; nil for all.
     var fields: Set<String>?
     var include = IncludeTree()
+
+    init(layouts: JSONLayouts, fields: Set<String>? = nil, include: IncludeTree = IncludeTree()) {
+        self.layouts = layouts
+        self.fields = fields
+        self.include = include
+    }
 
     func encode(_ object: ManagedObject, into writer: inout JSONWriter) {
         encode(object, include: include, fields: fields, into: &writer)
     }
 
     private func encode(_ object: ManagedObject, include: IncludeTree, fields: Set<String>?, into writer: inout JSONWriter) {
+        let layout = layouts[object.entityName]
         writer.writeRaw("{\"_id\":")
-        writer.writeString(object.objectID.description)
+        writer.write(object.objectID)
         writer.writeRaw(",\"_version\":")
-        writer.write(.number(String(object.version)))
-        let entity = object.entityDescription
+        writer.writeInteger(object.version)
         let values = object.attributeValues
-        for (index, attribute) in entity.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
-            writer.writeRaw(",")
-            writer.writeString(attribute.name)
-            writer.writeRaw(":")
-            writer.write(values[index].jsonValue)
+        for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
+            writer.writeRaw(attribute.key)
+            writer.write(values[index])
         }
-        for relationship in entity.relationships where fields?.contains(relationship.name) ?? true || include.children[relationship.name] != nil {
-            writer.writeRaw(",")
-            writer.writeString(relationship.name)
-            writer.writeRaw(":")
-            let nested = include.children[relationship.name]
-            if relationship.isToMany {
+        for (index, relationship) in layout.relationships.enumerated() {
+            let nested = include.children.isEmpty ? nil : include.children[relationship.name]
+            guard nested != nil || fields?.contains(relationship.name) ?? true else { continue }
+            writer.writeRaw(relationship.key)
+            if layout.isToMany[index] {
                 writer.writeRaw("[")
                 if let nested {
                     for (i, member) in object.objects(forKey: relationship.name).enumerated() {
@@ -68,7 +111,7 @@ struct ObjectJSONEncoder {
                 } else {
                     for (i, id) in object.objectIDs(forKey: relationship.name).enumerated() {
                         if i > 0 { writer.writeRaw(",") }
-                        writer.writeString(id.description)
+                        writer.write(id)
                     }
                 }
                 writer.writeRaw("]")
@@ -76,7 +119,7 @@ struct ObjectJSONEncoder {
                 if let nested {
                     encode(object.managedObjectContext!.object(with: target), include: nested, fields: nil, into: &writer)
                 } else {
-                    writer.writeString(target.description)
+                    writer.write(target)
                 }
             } else {
                 writer.writeRaw("null")

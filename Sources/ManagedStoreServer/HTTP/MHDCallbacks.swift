@@ -92,7 +92,10 @@ func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Resu
         MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
     }
     guard let made else { return .NO }
-    for (name, value) in response.headers { MHD_add_response_header(made, name, value) }
+    for (name, value) in response.headers {
+        // withCString lends the string's own bytes; passing a String directly copies it.
+        name.withCString { name in value.withCString { value in _ = MHD_add_response_header(made, name, value) } }
+    }
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
     return result

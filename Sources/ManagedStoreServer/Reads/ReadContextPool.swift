@@ -26,12 +26,15 @@ final class ReadContextPool: @unchecked Sendable {
         let context = idle.removeLast()
         condition.unlock()
         defer {
-            context.performAndWait { context.reset() }
             condition.lock()
             idle.append(context)
             condition.signal()
             condition.unlock()
         }
-        return try context.performAndWait { try context.performInSnapshot { try body(context) } }
+        // One trip onto the context's queue for the request and the reset after it.
+        return try context.performAndWait {
+            defer { context.reset() }
+            return try context.performInSnapshot { try body(context) }
+        }
     }
 }

@@ -5,6 +5,7 @@ import ManagedStore
 /// (its savepoint already undid the store side).
 struct WriteExecutor {
     let context: ManagedObjectContext
+    let layouts: JSONLayouts
 
     /// A request-level failure: its problem is the response.
     private struct Failure: Error {
@@ -99,7 +100,7 @@ struct WriteExecutor {
         writer.writeRaw("{\"ids\":")
         writer.write(.object(ids))
         writer.writeRaw(",\"objects\":[")
-        let encoder = ObjectJSONEncoder()
+        let encoder = ObjectJSONEncoder(layouts: layouts)
         var first = true
         for object in touched where !object.isDeleted {
             if !first { writer.writeRaw(",") }
@@ -206,7 +207,7 @@ struct WriteExecutor {
     /// sets, and `cachedSnapshot` is null (the contract's "history no longer reaches B").
     private func conflictIfStale(_ object: ManagedObject, baseVersion: Int64?, body: ObjectBody?, replace: Bool) -> JSONValue? {
         guard let baseVersion, baseVersion != object.version else { return nil }
-        let persisted = ObjectJSONEncoder().body(object)
+        let persisted = ObjectJSONEncoder(layouts: layouts).body(object)
         var wouldBe: JSONValue = .null
         if let body {
             // The object as the request would have left it, read without saving.
@@ -253,6 +254,6 @@ struct WriteExecutor {
     }
 
     private func objectResponse(_ status: Int, _ object: ManagedObject, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        .json(status, ObjectJSONEncoder().body(object), headers: [("ETag", "\"\(object.version)\"")] + headers)
+        .json(status, ObjectJSONEncoder(layouts: layouts).body(object), headers: [("ETag", "\"\(object.version)\"")] + headers)
     }
 }

@@ -22,11 +22,11 @@ final class WriteQueue: @unchecked Sendable {
     private(set) var requestCount = 0
     private(set) var batchCount = 0
 
-    init(coordinator: PersistentStoreCoordinator, groupCommit: Bool) {
+    init(coordinator: PersistentStoreCoordinator, groupCommit: Bool, layouts: JSONLayouts) {
         self.coordinator = coordinator
         self.groupCommit = groupCommit
         self.context = ManagedObjectContext(coordinator: coordinator, name: "writer", readsThroughWriter: true)
-        self.executor = WriteExecutor(context: context)
+        self.executor = WriteExecutor(context: context, layouts: layouts)
     }
 
     private var started = false

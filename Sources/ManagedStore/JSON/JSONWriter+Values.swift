@@ -1,0 +1,33 @@
+import Foundation
+
+// Attribute values and object IDs written straight into a JSON buffer: the same text as
+// `AttributeValue.jsonValue` and `ManagedObjectID.description`, without the intermediate
+// Strings and JSONValues (a GET writes one object per request, a fetch a page of them).
+
+extension JSONWriter {
+    /// An attribute value in its JSON form (`AttributeValue.jsonValue`).
+    public mutating func write(_ value: AttributeValue) {
+        switch value {
+        case .null: writeRaw("null")
+        case .integer(let v): writeInteger(v)
+        case .boolean(let b): writeRaw(b ? "true" : "false")
+        case .string(let s): writeString(s)
+        case .double(let v) where v.isFinite: bytes.append(contentsOf: AttributeValue.shortest(v).utf8)
+        case .date(let d):
+            bytes.append(UInt8(ascii: "\""))
+            RFC3339.append(d, to: &bytes)
+            bytes.append(UInt8(ascii: "\""))
+        default: write(value.jsonValue)
+        }
+    }
+
+    /// An object ID as its JSON string, `"Entity/pk"`.
+    public mutating func write(_ id: ManagedObjectID) {
+        guard let pk = id.primaryKey else { return writeString(id.description) }
+        writeString(id.entityName)
+        bytes.removeLast()  // reopen the string: the key follows the name
+        bytes.append(UInt8(ascii: "/"))
+        writeInteger(pk)
+        bytes.append(UInt8(ascii: "\""))
+    }
+}

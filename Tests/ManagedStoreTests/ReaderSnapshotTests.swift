@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+
+/// Readers keep their read transaction open between reads while nothing is committed
+/// (ReaderPool). These pin down what that must never change: a read after a save sees it, and
+/// no idle reader holds back a checkpoint.
+@Suite("Reader snapshots reused between reads")
+struct ReaderSnapshotTests {
+    /// A file store with `readers` reader connections and one saved task.
+    private static func seeded(readers: Int) throws -> (TemporaryStore, PersistentContainer, ManagedObjectContext, ManagedObjectID) {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.path(store.url.path, readerCount: readers))
+        let writer = container.newBackgroundContext(name: "writer")
+        let (_, ids) = try Fixtures.seedProject(writer, name: "Apollo", taskTitles: ["t"])
+        return (store, container, writer, ids[0])
+    }
+
+    @Test("every read after a save sees it, from every reader, read after read")
+    func readsAfterSaveSeeIt() throws {
+        let (store, container, writer, task) = try Self.seeded(readers: 3)
+        defer { withExtendedLifetime(store) {} }
+        let reader = container.newBackgroundContext(name: "reader")
+        for round in 1...20 {
+            // Several reads first, so every reader of the pool holds a snapshot of the old state.
+            for _ in 0..<6 {
+                let title = try reader.performAndWait { try reader.existingObject(with: task).value("title", as: String.self) }
+                #expect(title == (round == 1 ? "t" : "title \(round - 1)"))
+                reader.performAndWait { reader.reset() }
+            }
+            try writer.performAndWait {
+                try writer.existingObject(with: task).setValue("title \(round)", forKey: "title")
+                try writer.save()
+            }
+            let seen = try reader.performAndWait { try reader.existingObject(with: task).value("title", as: String.self) }
+            #expect(seen == "title \(round)")
+            reader.performAndWait { reader.reset() }
+        }
+    }
+
+    @Test("after a commit no idle reader holds an old snapshot: the WAL checkpoints completely")
+    func idleReadersDoNotBlockCheckpoints() throws {
+        let (store, container, writer, task) = try Self.seeded(readers: 4)
+        defer { withExtendedLifetime(store) {} }
+        let readers = (0..<4).map { container.newBackgroundContext(name: "reader-\($0)") }
+        // Four readers reading at once, so that all four connections hold a snapshot.
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            let reader = readers[i % 4]
+            reader.performAndWait {
+                _ = try? reader.existingObject(with: task).value("title", as: String.self)
+                reader.reset()
+            }
+        }
+        try writer.performAndWait {
+            try writer.existingObject(with: task).setValue("changed", forKey: "title")
+            try writer.save()
+        }
+        // A TRUNCATE checkpoint reports busy (1) while any reader still uses an old snapshot.
+        let busy = try container.coordinator.writer.withConnection { connection in
+            try connection.withStatement("PRAGMA wal_checkpoint(TRUNCATE)") { statement throws(StoreError) in
+                try statement.step() ? statement.int64(0) : -1
+            }
+        }
+        #expect(busy == 0)
+    }
+}
