@@ -322,7 +322,8 @@ struct ContextTests {
     @Test("using a context off its queue traps with a message")
     func offQueueTraps() async {
         await #expect(processExitsWith: .failure) {
-            let container = try! PersistentContainer(model: .taskTracker(), store: .inMemory)
+            // Exit cleanly if the container cannot be made, so that only the trap passes the test.
+            guard let container = try? PersistentContainer(model: .taskTracker(), store: .inMemory) else { exit(0) }
             _ = container.viewContext.insertNewObject(forEntityName: "Task")
         }
     }
@@ -330,7 +331,8 @@ struct ContextTests {
     @Test("using an object of a context off the queue traps")
     func objectOffQueueTraps() async {
         await #expect(processExitsWith: .failure) {
-            let container = try! PersistentContainer(model: .taskTracker(), store: .inMemory)
+            // Exit cleanly if the container cannot be made, so that only the trap passes the test.
+            guard let container = try? PersistentContainer(model: .taskTracker(), store: .inMemory) else { exit(0) }
             let context = container.newBackgroundContext()
             nonisolated(unsafe) var leaked: ManagedObject?
             context.performAndWait { leaked = context.insertNewObject(forEntityName: "Task") }

@@ -5,6 +5,7 @@ import Testing
 /// One-to-one relationships store their key on one side only; these tests use both sides.
 @Suite("One-to-one relationships")
 struct OneToOneTests {
+    // try!: a fixed model written here; an error is a bug in this file, not input.
     static let model = try! ManagedObjectModel(name: "People", entities: [
         EntityDescription(name: "Person", attributes: [AttributeDescription(name: "name", type: .string)],
                           relationships: [RelationshipDescription(name: "passport", destination: "Passport", inverse: "holder", deleteRule: .cascade)]),

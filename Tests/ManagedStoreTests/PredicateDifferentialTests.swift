@@ -10,6 +10,7 @@ struct PredicateDifferentialTests {
     // MARK: Fixture
 
     /// Owner ←→ Item ←→ Label, with one attribute of nearly every type.
+    // try! here and in `container`: fixed fixtures; an error is a bug in this file, not input.
     static let model = try! ManagedObjectModel(name: "Differential", entities: [
         EntityDescription(name: "Owner", attributes: [
             AttributeDescription(name: "name", type: .string),

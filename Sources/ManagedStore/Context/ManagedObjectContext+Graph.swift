@@ -51,9 +51,7 @@ extension ManagedObjectContext {
     /// context's unsaved changes from the other side applied on top.
     func setLoadedRelationship(of object: ManagedObject, _ r: Int, stored: Set<ManagedObjectID>) {
         let isToMany = object.entity.relationships[r].isToMany
-        // A context without pending changes (every read context) has nothing to apply.
-        let hasPendingChanges = !insertedList.isEmpty || !updatedList.isEmpty || !touchedList.isEmpty || !deletedList.isEmpty
-        let current = hasPendingChanges ? applyPendingInverseChanges(to: stored, owner: object, object.entity.relationships[r]) : stored
+        let current = applyPendingInverseChanges(to: stored, owner: object, r)
         let state = { (ids: Set<ManagedObjectID>) -> RelationshipState in
             isToMany ? .toMany(ids) : .toOne(ids.sortedByKey().first)
         }
@@ -62,7 +60,10 @@ extension ManagedObjectContext {
         if current != stored { noteTouched(object) }
     }
 
-    private func applyPendingInverseChanges(to stored: Set<ManagedObjectID>, owner: ManagedObject, _ relationship: Relationship) -> Set<ManagedObjectID> {
+    private func applyPendingInverseChanges(to stored: Set<ManagedObjectID>, owner: ManagedObject, _ r: Int) -> Set<ManagedObjectID> {
+        // A context without pending changes (every read context) has nothing to apply.
+        guard !insertedList.isEmpty || !updatedList.isEmpty || !touchedList.isEmpty || !deletedList.isEmpty else { return stored }
+        let relationship = owner.entity.relationships[r]
         var result = stored
         let inverse = relationship.inverseIndex
         for list in [insertedList, updatedList, touchedList, deletedList] {

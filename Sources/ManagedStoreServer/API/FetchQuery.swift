@@ -17,10 +17,8 @@ struct FetchQuery {
     var include = IncludeTree()
     var wantsCount = false
 
-    /// No parameters: every default.
-    init() {}
-
     init(_ request: HTTPRequest, entity: EntityDescription, model: ManagedObjectModel, allowed: Set<String> = parameters) throws(Problem) {
+        guard !request.query.isEmpty else { return }  // every default: the common GET of one object
         for (name, _) in request.query where !allowed.contains(name) {
             throw Problem.badRequest("unknown query parameter '\(name)' (known: \(allowed.sorted().joined(separator: ", ")))")
         }

@@ -196,7 +196,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private static let getOneParameters: Set<String> = ["fields", "include"]
 
     private func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
-        let query = request.query.isEmpty ? FetchQuery() : try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+        let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
         return try reads.withContext { context in
             guard let object = try? context.existingObject(with: id) else { throw Problem.notFound("no object \(id)") }
             let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
