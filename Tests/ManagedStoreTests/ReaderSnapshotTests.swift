@@ -63,4 +63,43 @@ struct ReaderSnapshotTests {
         }
         #expect(busy == 0)
     }
+
+    @Test("with the file memory-mapped, reads see every save, also after a checkpoint moved it into the file")
+    func memoryMappedReadsSeeCheckpointedSaves() throws {
+        let (store, container, writer, task) = try Self.seeded(readers: 2)
+        defer { withExtendedLifetime(store) {} }
+        let reader = container.newBackgroundContext(name: "reader")
+        for round in 1...10 {
+            try writer.performAndWait {
+                try writer.existingObject(with: task).setValue("title \(round)", forKey: "title")
+                try writer.save()
+            }
+            // Every other round the save is checkpointed into the mapped file and the WAL emptied.
+            if round.isMultiple(of: 2) {
+                let busy = try container.coordinator.writer.withConnection { connection in
+                    try connection.withStatement("PRAGMA wal_checkpoint(TRUNCATE)") { statement throws(StoreError) in
+                        try statement.step() ? statement.int64(0) : -1
+                    }
+                }
+                #expect(busy == 0)
+            }
+            let seen = try reader.performAndWait { try reader.withStoredObject(task) { $0.value(ofAttributeAt: 0) } }
+            #expect(seen == .string("title \(round)"))
+        }
+    }
+
+    @Test("memoryMapSize is what every connection maps, and 0 turns mapping off")
+    func memoryMapSizeApplies() throws {
+        for size in [0, 1 << 20, StoreDescription.sqlite(URL(fileURLWithPath: "/unused")).memoryMapSize] {
+            let store = TemporaryStore()
+            defer { withExtendedLifetime(store) {} }
+            var description = StoreDescription.sqlite(store.url, readerCount: 2)
+            description.memoryMapSize = size
+            let coordinator = try PersistentStoreCoordinator(model: Fixtures.tracker, store: description)
+            let query = "PRAGMA mmap_size"
+            let onWriter = try coordinator.writer.withConnection { try $0.scalarInt(query) }
+            let onReader = try coordinator.read(throughWriter: false) { try $0.scalarInt(query) }
+            #expect(onWriter == Int64(size) && onReader == Int64(size))
+        }
+    }
 }

@@ -31,6 +31,7 @@ public final class PersistentStoreCoordinator: Sendable {
         let connection = try SQLiteConnection(path: path)
         if store.location != .inMemory {
             try Self.configureWriter(connection, durability: store.durability)
+            try connection.execute("PRAGMA mmap_size = \(store.memoryMapSize)")
         }
         self.storeIdentifier = try Self.prepareSchema(connection, model: model, path: path)
         self.writer = SerializedConnection(connection)
@@ -40,7 +41,7 @@ public final class PersistentStoreCoordinator: Sendable {
             var readers: [SQLiteConnection] = []
             for _ in 0..<store.readerCount {
                 let reader = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
-                try reader.execute("PRAGMA query_only = ON")
+                try reader.execute("PRAGMA query_only = ON; PRAGMA mmap_size = \(store.memoryMapSize)")
                 readers.append(reader)
             }
             self.readers = ReaderPool(readers)
