@@ -311,6 +311,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Forgets every object and change [reset()]. Objects handed out before can no longer be used.
     public func reset() {
         assertOnQueue()
+        // A context that holds nothing has nothing to detach (read contexts that answered a
+        // request from the store directly): clearing an empty table still sweeps its buckets.
+        if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty { return }
         generation += 1  // detaches every object handed out so far, in O(1)
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)

@@ -66,6 +66,9 @@ final class Entity: Sendable {
     let loadRowSQL: PreparedSQL
     /// Per relationship: the keys of its destinations for one object, ascending.
     let relatedKeysSQL: [PreparedSQL]
+    /// Per relationship stored as this row's foreign key: its column in a row read by
+    /// `loadRowSQL` (nil for relationships stored elsewhere).
+    let foreignKeyColumn: [Int32?]
 
     init(index: Int, description: EntityDescription, relationships: [Relationship]) {
         self.index = index
@@ -99,6 +102,9 @@ final class Entity: Sendable {
         let columns = (["\"_pk\"", "\"_version\""] + description.attributes.map { quoteIdentifier($0.name) }
             + foreignKeys.map { quoteIdentifier(relationships[$0].name) }).map { "t0." + $0 }.joined(separator: ", ")
         self.rowColumnsSQL = columns
+        var foreignKeyColumn = [Int32?](repeating: nil, count: relationships.count)
+        for (position, r) in foreignKeys.enumerated() { foreignKeyColumn[r] = Int32(2 + description.attributes.count + position) }
+        self.foreignKeyColumn = foreignKeyColumn
         self.loadRowSQL = PreparedSQL("SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?")
         self.relatedKeysSQL = relationships.map { relationship in
             switch relationship.storage {

@@ -65,13 +65,17 @@ final class SQLiteConnection {
 
     /// The same for SQL a model made once, found by identity rather than by hashing its text.
     func withStatement<T>(_ sql: PreparedSQL, _ body: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
-        let statement: SQLiteStatement
-        if let cached = preparedCache[ObjectIdentifier(sql)] { statement = cached.statement } else {
-            statement = try SQLiteStatement(connection: self, sql: sql.text)
-            preparedCache[ObjectIdentifier(sql)] = (sql, statement)
-        }
+        let statement = try cachedStatement(sql)
         defer { statement.reset() }
         return try body(statement)
+    }
+
+    /// The cached statement for `sql`; the caller resets it when done.
+    func cachedStatement(_ sql: PreparedSQL) throws(StoreError) -> SQLiteStatement {
+        if let cached = preparedCache[ObjectIdentifier(sql)] { return cached.statement }
+        let statement = try SQLiteStatement(connection: self, sql: sql.text)
+        preparedCache[ObjectIdentifier(sql)] = (sql, statement)
+        return statement
     }
 
     /// The single integer a query returns, or nil when it returns no row.

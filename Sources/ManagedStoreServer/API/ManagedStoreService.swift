@@ -197,10 +197,17 @@ public final class ManagedStoreService: HTTPRequestHandler {
 
     private func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+        let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
         return try reads.withContext { context in
-            guard let object = try? context.existingObject(with: id) else { throw Problem.notFound("no object \(id)") }
-            let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
-            return .json(200, encoder.body(object), headers: [("ETag", "\"" + String(object.version) + "\"")])
+            let found: ([UInt8], Int64)?
+            if query.include.children.isEmpty {
+                // Straight from the stored row: no managed object to build, register and reset.
+                found = try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
+            } else {
+                found = try context.existingObjectIfStored(with: id).map { (encoder.body($0), $0.version) }
+            }
+            guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
+            return .json(200, body, headers: [("ETag", "\"" + String(version) + "\"")])
         }
     }
 

@@ -134,4 +134,39 @@ struct ObjectJSONEncoder {
         encode(object, into: &writer)
         return writer.bytes
     }
+
+    /// One object's stored row as a response body, the same JSON `body(_:)` writes for its
+    /// managed object. Embedding (`include`) needs the related objects: use `body(_:)` for it.
+    func body(_ row: borrowing StoredObjectRow) throws -> [UInt8] {
+        precondition(include.children.isEmpty, "embedding related objects needs managed objects")
+        let layout = layouts[row.objectID.entityName]
+        var writer = JSONWriter(reservingCapacity: 512)
+        writer.writeRaw("{\"_id\":")
+        writer.write(row.objectID)
+        writer.writeRaw(",\"_version\":")
+        writer.writeInteger(row.version)
+        for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
+            writer.writeRaw(attribute.key)
+            writer.write(row.value(ofAttributeAt: index))
+        }
+        for (index, relationship) in layout.relationships.enumerated() where fields?.contains(relationship.name) ?? true {
+            writer.writeRaw(relationship.key)
+            if layout.isToMany[index] {
+                writer.writeRaw("[")
+                var first = true
+                try row.forEachDestination(ofToManyAt: index) { id in
+                    if !first { writer.writeRaw(",") }
+                    first = false
+                    writer.write(id)
+                }
+                writer.writeRaw("]")
+            } else if let target = try row.destination(ofToOneAt: index) {
+                writer.write(target)
+            } else {
+                writer.writeRaw("null")
+            }
+        }
+        writer.writeRaw("}")
+        return writer.bytes
+    }
 }

@@ -38,3 +38,16 @@ final class ReadContextPool: @unchecked Sendable {
         }
     }
 }
+
+extension ManagedObjectContext {
+    /// The object `id`, or nil when the store has none; other failures (a store error) throw,
+    /// so that they answer 500 instead of passing for a missing object.
+    func existingObjectIfStored(with id: ManagedObjectID) throws -> ManagedObject? {
+        do throws(ContextError) {
+            return try existingObject(with: id)
+        } catch {
+            if case .objectNotFound = error { return nil }
+            throw error
+        }
+    }
+}

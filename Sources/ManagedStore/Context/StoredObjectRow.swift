@@ -1,0 +1,82 @@
+/// The saved state of one object, read in place from the store's row: what a caller that only
+/// serializes an object (the server's GET) needs, without making a managed object for it.
+///
+/// It is lent to the closure of `ManagedObjectContext.withStoredObject(_:_:)` and is valid only
+/// there: it reads the columns of a statement that is reset when the closure returns. Being
+/// noncopyable and lent `borrowing`, it cannot be kept past the closure.
+public struct StoredObjectRow: ~Copyable {
+    public let objectID: ManagedObjectID
+    let statement: SQLiteStatement
+    let connection: SQLiteConnection
+    let entity: Entity
+    let coordinator: PersistentStoreCoordinator
+
+    /// The row's version: 1 when inserted, one more on every saved change (`ManagedObject.version`).
+    public var version: Int64 { statement.int64(1) }
+
+    /// The value of the attribute at `index` in `EntityDescription.attributes`.
+    public func value(ofAttributeAt index: Int) -> AttributeValue {
+        statement.value(Int32(2 + index), as: entity.attributes[index].type)
+    }
+
+    /// The destination of the to-one relationship at `index` in `EntityDescription.relationships`,
+    /// or nil when it has none.
+    public func destination(ofToOneAt index: Int) throws -> ManagedObjectID? {
+        precondition(!entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-many")
+        if let column = entity.foreignKeyColumn[index] {
+            guard let pk = statement.optionalInt64(column) else { return nil }
+            return destinationID(index, pk)
+        }
+        // The other side holds the key (a one-to-one whose inverse owns it).
+        var found: ManagedObjectID?
+        try forEachDestinationKey(index) { found = destinationID(index, $0) }
+        return found
+    }
+
+    /// Calls `body` with each destination of the to-many relationship at `index`, in key order.
+    public func forEachDestination(ofToManyAt index: Int, _ body: (ManagedObjectID) throws -> Void) throws {
+        precondition(entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-one")
+        try forEachDestinationKey(index) { try body(destinationID(index, $0)) }
+    }
+
+    private func forEachDestinationKey(_ index: Int, _ body: (Int64) throws -> Void) throws {
+        // Another statement on the same connection, so in the same read snapshot as the row.
+        let keys = try connection.cachedStatement(entity.relatedKeysSQL[index])
+        defer { keys.reset(clearingBindings: false) }
+        keys.bind(statement.int64(0), at: 1)
+        while try keys.step() { try body(keys.int64(0)) }
+    }
+
+    private func destinationID(_ index: Int, _ pk: Int64) -> ManagedObjectID {
+        let destination = coordinator.model.schema[entity.relationships[index].destinationIndex]
+        return ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent(pk))
+    }
+}
+
+extension ManagedObjectContext {
+    /// Reads the saved state of the object `id` straight from the store and lends it to `body`,
+    /// without registering a managed object; nil when the store has no such object (a
+    /// temporary ID never has one).
+    ///
+    /// Like a Core Data fetch with the dictionary result type, this shows what the store holds:
+    /// this context's unsaved changes are not applied. Inside `performInSnapshot` it reads in
+    /// that snapshot. For callers that serialize an object and drop it, this skips building,
+    /// registering and later resetting a managed object (the server answers every GET by key
+    /// this way).
+    public func withStoredObject<R>(_ id: ManagedObjectID, _ body: (borrowing StoredObjectRow) throws -> R) throws -> R? {
+        assertOnQueue()
+        guard id.storeIdentifier == coordinator.storeIdentifier, let index = coordinator.model.entityIndexByName[id.entityName] else {
+            throw ContextError.foreignObjectID(id)
+        }
+        guard let pk = id.primaryKey else { return nil }
+        let entity = coordinator.model.schema[index]
+        return try readStore { connection in
+            let statement = try connection.cachedStatement(entity.loadRowSQL)
+            defer { statement.reset(clearingBindings: false) }
+            statement.bind(pk, at: 1)
+            guard try statement.step() else { return nil }
+            let row = StoredObjectRow(objectID: id, statement: statement, connection: connection, entity: entity, coordinator: coordinator)
+            return try body(row)
+        }
+    }
+}
