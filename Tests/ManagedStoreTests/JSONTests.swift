@@ -246,6 +246,18 @@ struct JSONTests {
         #expect(writer.bytes == Array(writer.string.utf8))
     }
 
+    @Test("attribute values written straight into the buffer read as their jsonValue", arguments: [
+        AttributeValue.double(3), .double(-5), .double(-0.0), .double(0), .double(0.1), .double(-1e-7), .double(1e16),
+        .double(9_007_199_254_740_991), .double(9_007_199_254_740_992), .double(4.5e15 + 0.5), .double(123_456.75),
+        .float(2.5), .integer(-42), .boolean(true), .null, .string("say \"hi\"\n\u{1}é"),
+        .date(Date(timeIntervalSince1970: 1_800_000_000.000001)), .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!),
+    ])
+    func attributeValuesWriteAsJSONValue(_ value: AttributeValue) {
+        var direct = JSONWriter()
+        direct.write(value)
+        #expect(direct.string == value.jsonValue.serialized())
+    }
+
     @Test("numbers keep their exact source text through parse and write")
     func numbersKeepExactText() throws {
         let text = "[1.0,1e2,1E+2,-0,12345678901234567890123,0.1,1.5e-300,123456789.123456789123456789]"
@@ -468,6 +480,14 @@ struct JSONTests {
         #expect(RFC3339.string(from: date) == text)
         let value = try AttributeValue(json: .string(text), type: .date)
         #expect(value.jsonValue == .string(text))
+    }
+
+    @Test("years at and past the ends of four digits")
+    func dateYearEdges() throws {
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: -62_135_596_800)) == "0001-01-01T00:00:00.000000Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 253_402_300_799.5)) == "9999-12-31T23:59:59.500000Z")
+        // Outside RFC 3339 the year is written as it is, the rest as usual.
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 253_402_300_800)) == "10000-01-01T00:00:00.000000Z")
     }
 
     @Test("dates a microsecond apart stay apart")

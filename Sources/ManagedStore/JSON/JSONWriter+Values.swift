@@ -12,7 +12,14 @@ extension JSONWriter {
         case .integer(let v): writeInteger(v)
         case .boolean(let b): writeRaw(b ? "true" : "false")
         case .string(let s): writeString(s)
-        case .double(let v) where v.isFinite: bytes.append(contentsOf: AttributeValue.shortest(v).utf8)
+        case .double(let v) where v.isFinite:
+            // A whole number below 2^53 prints as its digits ("3", as `shortest` gives for 3.0),
+            // without formatting a String first. -0 keeps its sign through `shortest`.
+            if v == v.rounded(.towardZero), abs(v) < 9_007_199_254_740_992, !(v == 0 && v.sign == .minus) {
+                writeInteger(Int64(v))
+            } else {
+                bytes.append(contentsOf: AttributeValue.shortest(v).utf8)
+            }
         case .date(let d):
             bytes.append(UInt8(ascii: "\""))
             RFC3339.append(d, to: &bytes)

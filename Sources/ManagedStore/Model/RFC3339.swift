@@ -23,22 +23,35 @@ public enum RFC3339 {
         let days = floorDiv(wholeSeconds, 86_400)
         let secondOfDay = wholeSeconds - days * 86_400
         let (year, month, day) = civilDate(fromDays: days)
-        func digits(_ value: Int64, _ width: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<width { divisor *= 10 }
-            while divisor > 0 {
-                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
+        guard (0...9999).contains(year) else {  // outside RFC 3339: the year as it is
+            bytes.append(contentsOf: String(year).utf8)
+            return appendFields(month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), to: &bytes, from: 4)
         }
-        if (0...9999).contains(year) { digits(year, 4) } else { bytes.append(contentsOf: String(year).utf8) }  // outside RFC 3339
-        bytes.append(UInt8(ascii: "-")); digits(month, 2)
-        bytes.append(UInt8(ascii: "-")); digits(day, 2)
-        bytes.append(UInt8(ascii: "T")); digits(secondOfDay / 3600, 2)
-        bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 3600 / 60, 2)
-        bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2)
-        bytes.append(UInt8(ascii: ".")); digits(Int64(micros), 6)
-        bytes.append(UInt8(ascii: "Z"))
+        appendFields(year: year, month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), to: &bytes, from: 0)
+    }
+
+    /// Writes `YYYY-MM-DDTHH:MM:SS.ffffffZ` (from byte `from` on: 4 skips the year) into a
+    /// stack buffer and appends it at once; a timestamp per object of a fetch adds up.
+    private static func appendFields(year: Int64 = 0, month: Int64, day: Int64, secondOfDay: Int64, micros: Int64,
+                                     to bytes: inout [UInt8], from start: Int) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { text in
+            func put(_ value: Int64, at offset: Int, width: Int) {
+                var value = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    text[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                    value /= 10
+                }
+            }
+            put(year, at: 0, width: 4)
+            text[4] = UInt8(ascii: "-"); put(month, at: 5, width: 2)
+            text[7] = UInt8(ascii: "-"); put(day, at: 8, width: 2)
+            text[10] = UInt8(ascii: "T"); put(secondOfDay / 3600, at: 11, width: 2)
+            text[13] = UInt8(ascii: ":"); put(secondOfDay % 3600 / 60, at: 14, width: 2)
+            text[16] = UInt8(ascii: ":"); put(secondOfDay % 60, at: 17, width: 2)
+            text[19] = UInt8(ascii: "."); put(micros, at: 20, width: 6)
+            text[26] = UInt8(ascii: "Z")
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[start...]))
+        }
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil when the text is not such a timestamp.
