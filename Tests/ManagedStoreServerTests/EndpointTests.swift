@@ -38,10 +38,17 @@ struct EndpointTests {
         #expect(fetched.json?["project"] as? String == "Project/1")
         #expect(fetched.json?["tags"] as? [String] == [])
         #expect(fetched.json?["estimate"] is NSNull)
+        let some = try harness.request("GET", "/v1/objects/Task/1?fields=title,tags")
+        #expect(some.json.map { Set($0.keys) } == ["_id", "_version", "title", "tags"])
+        let embedded = try harness.request("GET", "/v1/objects/Task/1?include=project")
+        #expect((embedded.json?["project"] as? [String: Any])?["name"] as? String == "Apollo")
+        #expect(embedded.json?["title"] as? String == "Launch" && embedded.header("ETag") == "\"1\"")
 
         let patched = try harness.request("PATCH", "/v1/objects/Task/1", json: #"{"done": true}"#, headers: [("If-Match", "\"1\"")])
         #expect(patched.status == 200 && patched.header("ETag") == "\"2\"")
         #expect(patched.json?["done"] as? Bool == true && patched.json?["title"] as? String == "Launch")
+        let stale = try harness.request("PATCH", "/v1/objects/Task/1", json: #"{"done": false}"#, headers: [("if-MATCH", "\"1\"")])
+        #expect(stale.status == 409, "header names match in any case")
 
         let replaced = try harness.request("PUT", "/v1/objects/Task/1", json: #"{"title": "Relaunch", "_version": 2}"#)
         #expect(replaced.status == 200 && replaced.json?["_version"] as? Int == 3)

@@ -63,20 +63,30 @@ extension ManagedObjectContext {
     /// that snapshot. For callers that serialize an object and drop it, this skips building,
     /// registering and later resetting a managed object (the server answers every GET by key
     /// this way).
+    @inlinable
     public func withStoredObject<R>(_ id: ManagedObjectID, _ body: (borrowing StoredObjectRow) throws -> R) throws -> R? {
+        // The generic part stays in the caller's module, specialized: unspecialized, `R?`'s
+        // metadata was looked up at run time on every call.
+        var result: R?
+        try visitStoredObject(id) { row in result = try body(row) }
+        return result
+    }
+
+    /// `withStoredObject` without a result: `body` runs only when the row exists.
+    @usableFromInline
+    func visitStoredObject(_ id: ManagedObjectID, _ body: (borrowing StoredObjectRow) throws -> Void) throws {
         assertOnQueue()
         guard id.storeIdentifier == coordinator.storeIdentifier, let index = coordinator.model.entityIndexByName[id.entityName] else {
             throw ContextError.foreignObjectID(id)
         }
-        guard let pk = id.primaryKey else { return nil }
+        guard let pk = id.primaryKey else { return }
         let entity = coordinator.model.schema[index]
-        return try readStore { connection in
+        try readStore { connection in
             let statement = try connection.cachedStatement(entity.loadRowSQL)
             defer { statement.reset(clearingBindings: false) }
             statement.bind(pk, at: 1)
-            guard try statement.step() else { return nil }
-            let row = StoredObjectRow(objectID: id, statement: statement, connection: connection, entity: entity, coordinator: coordinator)
-            return try body(row)
+            guard try statement.step() else { return }
+            try body(StoredObjectRow(objectID: id, statement: statement, connection: connection, entity: entity, coordinator: coordinator))
         }
     }
 }

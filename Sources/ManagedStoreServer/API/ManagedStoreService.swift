@@ -63,7 +63,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func route(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
         let segments = request.pathSegments
         guard segments.first == "v1" else { throw Problem.notFound("no resource at \(request.path); the API lives under /v1") }
-        let rest = Array(segments.dropFirst())
+        let rest = segments[1...]  // indexes from 1: rest[2] is segments[2]
         switch (request.method, rest.count, rest.first) {
         case ("GET", 1, "model"), ("HEAD", 1, "model"):
             return .respond(.json(200, model.jsonValue.serialized().utf8Array))
@@ -86,9 +86,9 @@ public final class ManagedStoreService: HTTPRequestHandler {
             guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
             return try transaction(request)
         case (_, 2, "objects"):
-            return try collection(request, entityName: rest[1])
+            return try collection(request, entityName: rest[2])
         case (_, 3, "objects"):
-            return try single(request, entityName: rest[1], key: rest[2])
+            return try single(request, entityName: rest[2], key: rest[3])
         case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"):
             throw Problem.methodNotAllowed(request.method, allowed: ["GET"])
         default:
@@ -207,7 +207,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
                 found = try context.existingObjectIfStored(with: id).map { (encoder.body($0), $0.version) }
             }
             guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
-            return .json(200, body, headers: [("ETag", "\"" + String(version) + "\"")])
+            return .json(200, body, version: version)
         }
     }
 

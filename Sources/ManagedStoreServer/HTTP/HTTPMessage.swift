@@ -6,11 +6,13 @@ public struct HTTPRequest: Sendable {
     public let path: String
     /// Query parameters in order, decoded.
     public let query: [(name: String, value: String)]
-    /// Header fields by lower-cased name (the last one wins for repeated fields).
-    public let headers: [String: String]
+    /// Header fields in the order received. A request has a handful: finding one by a scan
+    /// costs less than hashing every name into a dictionary, which a GET paid for each field.
+    public let headers: [(name: String, value: String)]
     public let body: [UInt8]
 
-    public init(method: String, path: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:], body: [UInt8] = []) {
+    public init(method: String, path: String, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.method = method
         self.path = path
         self.query = query
@@ -18,7 +20,18 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+    /// The value of header `name`, compared without regard to ASCII case (the last one wins
+    /// for repeated fields).
+    public func header(_ name: String) -> String? {
+        headers.last { Self.equalIgnoringASCIICase($0.name, name) }?.value
+    }
+
+    static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+        let a = a.utf8, b = b.utf8
+        guard a.count == b.count else { return false }
+        // Setting bit 5 lower-cases ASCII letters; for other bytes equality is still required.
+        return zip(a, b).allSatisfy { x, y in x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7A) }
+    }
 
     /// The value of query parameter `name` (the first one, if repeated).
     public func queryValue(_ name: String) -> String? { query.first { $0.name == name }?.value }
@@ -27,6 +40,7 @@ public struct HTTPRequest: Sendable {
     /// Split on bytes: `String.split` walks Characters, and cost a tenth of a GET.
     public var pathSegments: [String] {
         var segments: [String] = []
+        segments.reserveCapacity(4)
         var path = path
         path.withUTF8 { bytes in
             var start = 0
@@ -54,6 +68,11 @@ public struct HTTPResponse: Sendable {
     /// A JSON body.
     public static func json(_ status: Int, _ body: [UInt8], headers: [(name: String, value: String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+    }
+
+    /// A JSON body with its ETag (`"3"` for version 3), the answer to a GET of one object.
+    public static func json(_ status: Int, _ body: [UInt8], version: Int64) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("ETag", "\"\(version)\"")], body: body)
     }
 }
 

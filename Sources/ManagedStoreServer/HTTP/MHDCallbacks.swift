@@ -22,7 +22,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, statePointer)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
-        if let declared = state.headers["content-length"], let length = Int(declared), length > limit {
+        if let declared = state.header("Content-Length"), let length = Int(declared), length > limit {
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
             state.tooLarge = true
@@ -75,7 +75,7 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
 func mhdCollectHeader(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let state = Unmanaged<RequestState>.fromOpaque(cls).takeUnretainedValue()
-    state.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? ""
+    state.headers.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 

@@ -11,7 +11,7 @@ final class RequestState: @unchecked Sendable {
     let method: String
     let path: String
     var query: [(name: String, value: String)] = []
-    var headers: [String: String] = [:]
+    var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
     /// The declared or received body is larger than allowed: answer 413 without reading more.
     var tooLarge = false
@@ -22,6 +22,8 @@ final class RequestState: @unchecked Sendable {
         self.method = method
         self.path = path
     }
+
+    func header(_ name: String) -> String? { headers.last { HTTPRequest.equalIgnoringASCIICase($0.name, name) }?.value }
 
     var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body) }
 }
