@@ -35,6 +35,9 @@ struct BadInputTests {
         let noType = try client.request("POST", "/v1/objects/Task", body: Array("{}".utf8))
         #expect(noType.status == 415)
         #expect(try harness.counts() == before)
+        let spelled = try client.request("POST", "/v1/objects/Task", headers: [("content-type", " Application/JSON ; charset=utf-8")],
+                                         body: Array(#"{"title": "cased"}"#.utf8))
+        #expect(spelled.status == 201, "a media type matches in any case, its parameters and blanks aside: \(spelled.text)")
     }
 
     @Test("SQL-looking text in every parameter stays text")

@@ -67,6 +67,8 @@ struct JSONTests {
         #expect(try Self.parse(#""\uDBFF\uDFFF""#) == .string("\u{10FFFF}"))
         // Raw UTF-8 of every length passes through unchanged.
         #expect(try Self.parse("\"aé中😀\u{7F}\"") == .string("aé中😀\u{7F}"))
+        // Text before and after an escape, raw UTF-8 on both sides, is kept around it.
+        #expect(try Self.parse("\"aé\\n中😀\\u00e9 end\"") == .string("aé\n中😀é end"))
         // An escaped key is decoded too.
         #expect(try Self.parse(#"{"\u0041b": 1}"#)["Ab"] == .number("1"))
     }

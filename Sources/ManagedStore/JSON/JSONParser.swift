@@ -153,33 +153,48 @@ private struct Reader {
 
     mutating func parseString() throws(JSONParseError) -> String {
         position += 1  // opening quote
-        var scalars = String.UnicodeScalarView()
-        var runStart = position
-        // Copies a run of plain bytes (already checked to be valid UTF-8) in one go.
-        func flush(_ reader: Reader, into scalars: inout String.UnicodeScalarView, from start: Int) {
-            if start < reader.position {
-                let run = String(decoding: UnsafeBufferPointer(rebasing: reader.bytes[start..<reader.position]), as: UTF8.self)
-                scalars.append(contentsOf: run.unicodeScalars)
-            }
-        }
+        let start = position
+        // Most strings have no escape: then the checked bytes are the string, made in one go.
         while true {
             guard let byte = current else { throw error("unterminated string") }
             switch byte {
             case UInt8(ascii: "\""):
-                flush(self, into: &scalars, from: runStart)
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
                 position += 1
-                return String(scalars)
+                return text
             case UInt8(ascii: "\\"):
-                flush(self, into: &scalars, from: runStart)
-                position += 1
-                scalars.append(try parseEscape())
-                runStart = position
+                return try parseEscapedString(from: start)
             case 0x00..<0x20:
                 throw error("control character in a string")
             case 0x00..<0x80:
                 position += 1
             default:
                 try skipUTF8Sequence(leading: byte)
+            }
+        }
+    }
+
+    /// The rest of a string that has an escape at `position`; `start` is where its text began.
+    mutating func parseEscapedString(from start: Int) throws(JSONParseError) -> String {
+        var utf8 = Array(bytes[start..<position])
+        while true {
+            guard let byte = current else { throw error("unterminated string") }
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                return String(decoding: utf8, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                position += 1
+                UTF8.encode(try parseEscape()) { utf8.append($0) }
+            case 0x00..<0x20:
+                throw error("control character in a string")
+            case 0x00..<0x80:
+                utf8.append(byte)
+                position += 1
+            default:
+                let sequenceStart = position
+                try skipUTF8Sequence(leading: byte)
+                utf8.append(contentsOf: bytes[sequenceStart..<position])
             }
         }
     }

@@ -66,6 +66,9 @@ final class Entity: Sendable {
     let loadRowSQL: PreparedSQL
     /// Per relationship: the keys of its destinations for one object, ascending.
     let relatedKeysSQL: [PreparedSQL]
+    /// Inserts one row: `_pk`, `_version`, the attributes, then the foreign keys, in the order
+    /// of `attributes` and `foreignKeyRelationships`.
+    let insertRowSQL: PreparedSQL
     /// Per relationship stored as this row's foreign key: its column in a row read by
     /// `loadRowSQL` (nil for relationships stored elsewhere).
     let foreignKeyColumn: [Int32?]
@@ -106,6 +109,10 @@ final class Entity: Sendable {
         for (position, r) in foreignKeys.enumerated() { foreignKeyColumn[r] = Int32(2 + description.attributes.count + position) }
         self.foreignKeyColumn = foreignKeyColumn
         self.loadRowSQL = PreparedSQL("SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?")
+        let insertColumns = ["\"_pk\"", "\"_version\""] + description.attributes.map { quoteIdentifier($0.name) }
+            + foreignKeys.map { quoteIdentifier(relationships[$0].name) }
+        self.insertRowSQL = PreparedSQL("INSERT INTO \(table) (\(insertColumns.joined(separator: ", "))) VALUES ("
+            + Array(repeating: "?", count: insertColumns.count).joined(separator: ", ") + ")")
         self.relatedKeysSQL = relationships.map { relationship in
             switch relationship.storage {
             case .foreignKey(let column):

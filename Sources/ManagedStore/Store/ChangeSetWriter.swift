@@ -64,15 +64,20 @@ struct ChangeSetWriter {
 
     /// Reserves `count` primary keys for `entity` and returns the first. Keys are never reused.
     static func allocatePrimaryKeys(_ connection: SQLiteConnection, entity: Entity, count: Int) throws(StoreError) -> Int64 {
-        let name = AttributeValue.string(entity.name)
-        let last = try connection.scalarInt("SELECT \"max\" FROM \"_sequence\" WHERE \"entity\" = ?", [name]) ?? 0
-        try connection.withStatement("INSERT OR REPLACE INTO \"_sequence\" (\"entity\", \"max\") VALUES (?, ?)") { s throws(StoreError) in
-            s.bind(name, at: 1)
+        let last = try connection.withStatement(readSequenceSQL) { s throws(StoreError) in
+            s.bindText(entity.name, at: 1)
+            return try s.step() ? s.int64(0) : 0
+        }
+        try connection.withStatement(writeSequenceSQL) { s throws(StoreError) in
+            s.bindText(entity.name, at: 1)
             s.bind(last + Int64(count), at: 2)
             try s.execute()
         }
         return last + 1
     }
+
+    private static let readSequenceSQL = PreparedSQL("SELECT \"max\" FROM \"_sequence\" WHERE \"entity\" = ?")
+    private static let writeSequenceSQL = PreparedSQL("INSERT OR REPLACE INTO \"_sequence\" (\"entity\", \"max\") VALUES (?, ?)")
 
     private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         // Nothing refers to anything (a plain bulk insert): nothing to check.
@@ -215,11 +220,7 @@ struct ChangeSetWriter {
             let statement: SQLiteStatement
             if let last, last.entity == entity.index { statement = last.statement  // a run of one entity: the usual case
             } else if let cached = statements[entity.index] { statement = cached } else {
-                let columns = ["\"_pk\"", "\"_version\""] + entity.attributes.map { quoteIdentifier($0.name) }
-                    + entity.foreignKeyRelationships.map { quoteIdentifier(entity.relationships[$0].name) }
-                let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-                statement = try connection.cachedStatement(
-                    "INSERT INTO \(entity.table) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))")
+                statement = try connection.cachedStatement(entity.insertRowSQL)
                 statements[entity.index] = statement
             }
             last = (entity.index, statement)

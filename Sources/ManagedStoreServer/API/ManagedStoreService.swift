@@ -220,7 +220,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// The JSON body of a write: content type checked, parsed strictly. nil when the body is
     /// NDJSON and `allowNDJSON` (the caller decides what that means).
     private func body(_ request: HTTPRequest, allowNDJSON: Bool) throws -> JSONValue? {
-        let type = (request.header("Content-Type") ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type = request.mediaType
         switch type {
         case "application/json", "application/merge-patch+json":
             break

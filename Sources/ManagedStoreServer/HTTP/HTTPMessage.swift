@@ -26,6 +26,18 @@ public struct HTTPRequest: Sendable {
         headers.last { Self.equalIgnoringASCIICase($0.name, name) }?.value
     }
 
+    /// The body's media type without parameters, lower-cased and trimmed: `application/json`
+    /// for `Application/JSON; charset=utf-8`; "" without a Content-Type. (Byte by byte:
+    /// Foundation's trimming cost a write a sixth of its front-end time.)
+    public var mediaType: String {
+        guard let value = header("Content-Type") else { return "" }
+        var essence = Array(value.utf8.prefix { $0 != UInt8(ascii: ";") })
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let last = essence.last, isBlank(last) { essence.removeLast() }
+        let start = essence.firstIndex { !isBlank($0) } ?? essence.endIndex
+        return String(decoding: essence[start...].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
     static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
         let a = a.utf8, b = b.utf8
         guard a.count == b.count else { return false }
