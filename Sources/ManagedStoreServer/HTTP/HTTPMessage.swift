@@ -30,12 +30,17 @@ public struct HTTPRequest: Sendable {
     /// for `Application/JSON; charset=utf-8`; "" without a Content-Type. (Byte by byte:
     /// Foundation's trimming cost a write a sixth of its front-end time.)
     public var mediaType: String {
-        guard let value = header("Content-Type") else { return "" }
-        var essence = Array(value.utf8.prefix { $0 != UInt8(ascii: ";") })
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        while let last = essence.last, isBlank(last) { essence.removeLast() }
-        let start = essence.firstIndex { !isBlank($0) } ?? essence.endIndex
-        return String(decoding: essence[start...].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        guard var value = header("Content-Type") else { return "" }
+        return value.withUTF8 { bytes in
+            func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var start = 0, end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            while start < end && isBlank(bytes[start]) { start += 1 }
+            while end > start && isBlank(bytes[end - 1]) { end -= 1 }
+            return String(unsafeUninitializedCapacity: end - start) { text in
+                for i in start..<end { text[i - start] = bytes[i] >= 0x41 && bytes[i] <= 0x5A ? bytes[i] | 0x20 : bytes[i] }
+                return end - start
+            }
+        }
     }
 
     static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
