@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 
 /// Writes one change set inside the writer's open transaction, after checking everything that
@@ -65,23 +64,22 @@ struct ChangeSetWriter {
 
     /// Reserves `count` primary keys for `entity` and returns the first. Keys are never reused.
     static func allocatePrimaryKeys(_ connection: SQLiteConnection, entity: Entity, count: Int) throws(StoreError) -> Int64 {
-        // One statement reads and advances the entity's counter (or starts it): a server saves
-        // once per request, and a read then a replace of the row cost twice as much.
-        let newMax = try connection.withStatement(advanceSequenceSQL) { s throws(StoreError) in
+        let last = try connection.withStatement(readSequenceSQL) { s throws(StoreError) in
             s.bindText(entity.name, at: 1)
-            s.bind(Int64(count), at: 2)
-            guard try s.step() else { throw StoreError.sqlite(code: SQLITE_ERROR, message: "the key counter returned no row", sql: advanceSequenceSQL.text) }
-            let value = s.int64(0)
-            while try s.step() {}  // run the statement to completion before it is reset
-            return value
+            return try s.step() ? s.int64(0) : nil
         }
-        return newMax - Int64(count) + 1
+        // An UPDATE changes the row in place; the entity's first save adds it.
+        try connection.withStatement(last == nil ? insertSequenceSQL : updateSequenceSQL) { s throws(StoreError) in
+            s.bindText(entity.name, at: 1)
+            s.bind((last ?? 0) + Int64(count), at: 2)
+            try s.execute()
+        }
+        return (last ?? 0) + 1
     }
 
-    private static let advanceSequenceSQL = PreparedSQL("""
-        INSERT INTO "_sequence" ("entity", "max") VALUES (?1, ?2)
-        ON CONFLICT ("entity") DO UPDATE SET "max" = "max" + ?2 RETURNING "max"
-        """)
+    private static let readSequenceSQL = PreparedSQL(#"SELECT "max" FROM "_sequence" WHERE "entity" = ?"#)
+    private static let updateSequenceSQL = PreparedSQL(#"UPDATE "_sequence" SET "max" = ?2 WHERE "entity" = ?1"#)
+    private static let insertSequenceSQL = PreparedSQL(#"INSERT INTO "_sequence" ("entity", "max") VALUES (?1, ?2)"#)
 
     private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         // Nothing refers to anything (a plain bulk insert): nothing to check.
