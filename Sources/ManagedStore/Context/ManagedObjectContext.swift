@@ -50,6 +50,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
+    /// SQLite steps a limited fetch in key order may scan before SQLite's own plan takes over
+    /// (KeyOrderedFetch.swift); tests lower it to reach that hand-over with little data.
+    var keyOrderScanBudget: Int32 = ManagedObjectContext.defaultKeyOrderScanBudget
 
     /// Reads go through the writer connection instead of the reader pool, so that they see
     /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).

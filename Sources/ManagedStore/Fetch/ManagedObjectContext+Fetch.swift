@@ -77,9 +77,14 @@ extension ManagedObjectContext {
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
-        let keys: [Int64] = try runQuery(sql, query.bindings) { statement in statement.int64(0) }
+        let keys: [Int64]
+        if fetchesInKeyOrder(prepared, limit: request.fetchLimit, offset: request.fetchOffset) {
+            keys = try runKeyOrdered(prepared, columns: "t0.\"_pk\"", limit: request.fetchLimit, key: { $0 }) { $0.int64(0) }
+        } else {
+            var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+            let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
+            keys = try runQuery(sql, query.bindings) { statement in statement.int64(0) }
+        }
         return keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: prepared.entity.name, key: .permanent($0)) }
     }
 
@@ -247,10 +252,15 @@ extension ManagedObjectContext {
     }
 
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let entity = prepared.entity
-        let sql = selectSQL(prepared, columns: entity.rowColumnsSQL, query: &query, limit: limit, offset: offset)
-        let rows = try runQuery(sql, query.bindings) { RowSQL.readRow(from: $0, entity: entity) }
+        let rows: [(Int64, StoredRow)]
+        if fetchesInKeyOrder(prepared, limit: limit, offset: offset) {
+            rows = try runKeyOrdered(prepared, columns: entity.rowColumnsSQL, limit: limit, key: \.0) { RowSQL.readRow(from: $0, entity: entity) }
+        } else {
+            var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+            let sql = selectSQL(prepared, columns: entity.rowColumnsSQL, query: &query, limit: limit, offset: offset)
+            rows = try runQuery(sql, query.bindings) { RowSQL.readRow(from: $0, entity: entity) }
+        }
         let asFaults = prepared.request.returnsObjectsAsFaults
         return rows.map { pk, row in
             let id = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, key: .permanent(pk))

@@ -31,6 +31,9 @@ struct SQLQueryBuilder {
 
     var fromClause: String { "\(root.table) AS t0" + scopes[0].joins.map { " " + $0 }.joined() }
 
+    /// The FROM clause with the root table read in key order, never through an index.
+    var fromClauseScanningInKeyOrder: String { "\(root.table) AS t0 NOT INDEXED" + scopes[0].joins.map { " " + $0 }.joined() }
+
     private mutating func newAlias(_ prefix: String) -> String {
         aliasCount += 1
         return "\(prefix)\(aliasCount)"

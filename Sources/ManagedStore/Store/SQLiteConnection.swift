@@ -86,6 +86,15 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs `body` with statements stopped after about `steps` virtual-machine steps: a step
+    /// that passes the budget fails with SQLITE_INTERRUPT (`StoreError.isInterrupt`). A
+    /// read-only statement stopped this way leaves the transaction as it was.
+    func withStepBudget<T, E: Error>(_ steps: Int32, _ body: () throws(E) -> T) throws(E) -> T {
+        sqlite3_progress_handler(handle, steps, { _ in 1 }, nil)
+        defer { sqlite3_progress_handler(handle, 0, nil, nil) }
+        return try body()
+    }
+
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
