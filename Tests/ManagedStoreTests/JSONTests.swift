@@ -260,6 +260,17 @@ struct JSONTests {
         #expect(direct.string == value.jsonValue.serialized())
     }
 
+    @Test("text written from bytes equals text written from the String those bytes decode to", arguments: [
+        Array("plain ascii".utf8), Array("quote \" and \\ and \n".utf8), Array("é中😀".utf8), [0x61, 0xFF, 0x62], [0xED, 0xA0, 0x80], [],
+    ])
+    func stringsFromBytes(_ bytes: [UInt8]) {
+        var fromBytes = JSONWriter()
+        bytes.withUnsafeBufferPointer { fromBytes.writeString(utf8: $0) }
+        var fromString = JSONWriter()
+        fromString.writeString(String(decoding: bytes, as: UTF8.self))
+        #expect(fromBytes.bytes == fromString.bytes)
+    }
+
     @Test("numbers keep their exact source text through parse and write")
     func numbersKeepExactText() throws {
         let text = "[1.0,1e2,1E+2,-0,12345678901234567890123,0.1,1.5e-300,123456789.123456789123456789]"

@@ -75,6 +75,16 @@ struct StoredObjectRowTests {
                 let row = try Self.snapshot(reader, id)
                 let object = try reader.existingObject(with: id)
                 #expect(row == Self.snapshot(of: object), "\(id)")
+                // Values written as JSON straight from the row read as the object's values do.
+                let attributes = object.entity.descriptionValue.attributes
+                let written = try reader.withStoredObject(id) { row in
+                    attributes.indices.map { i in var writer = JSONWriter(); row.writeJSON(ofAttributeAt: i, into: &writer); return writer.string }
+                }
+                #expect(written == attributes.map { attribute in
+                    var writer = JSONWriter()
+                    writer.write(object.attributeValue(forKey: attribute.name))
+                    return writer.string
+                }, "\(id)")
             }
             // Spot checks, so that agreeing on wrong values cannot pass.
             let full = try #require(try Self.snapshot(reader, ids[0]))

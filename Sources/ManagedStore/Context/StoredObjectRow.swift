@@ -19,6 +19,19 @@ public struct StoredObjectRow: ~Copyable {
         statement.value(Int32(2 + index), as: entity.attributes[index].type)
     }
 
+    /// Writes the value of the attribute at `index` as `JSONWriter.write(_:)` writes
+    /// `value(ofAttributeAt:)`, reading text and numbers straight from the row.
+    public func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) {
+        let column = Int32(2 + index)
+        switch entity.attributes[index].type {
+        case _ where statement.isNull(column): writer.writeRaw("null")
+        case .string: statement.withText(column) { writer.writeString(utf8: $0) }
+        case .integer16, .integer32, .integer64: writer.writeInteger(statement.int64(column))
+        case .boolean: writer.writeRaw(statement.int64(column) != 0 ? "true" : "false")
+        default: writer.write(value(ofAttributeAt: index))
+        }
+    }
+
     /// The destination of the to-one relationship at `index` in `EntityDescription.relationships`,
     /// or nil when it has none.
     public func destination(ofToOneAt index: Int) throws -> ManagedObjectID? {

@@ -57,6 +57,18 @@ public struct JSONWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A string given as bytes that should be UTF-8 (a text column read in place). Plain ASCII
+    /// is copied as it is; anything else goes through a String, which repairs invalid UTF-8
+    /// exactly as reading the column into a String would.
+    mutating func writeString(utf8: UnsafeBufferPointer<UInt8>) {
+        guard !utf8.contains(where: { $0 < 0x20 || $0 >= 0x80 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            return writeString(String(decoding: utf8, as: UTF8.self))
+        }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: utf8)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     private mutating func writeEscaped(_ utf8: String.UTF8View) {
         for byte in utf8 {
             switch byte {

@@ -93,6 +93,12 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
+    /// The text of `column` in place, valid only inside `body`.
+    func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
+        let pointer = sqlite3_column_text(handle, column)
+        return body(UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(handle, column))))
+    }
+
     func blob(_ column: Int32) -> Data {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return Data() }

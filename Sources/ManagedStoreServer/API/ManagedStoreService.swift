@@ -196,11 +196,16 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private static let getOneParameters: Set<String> = ["fields", "include"]
 
     private func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
-        let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+        let encoder: ObjectJSONEncoder
+        if request.query.isEmpty {
+            encoder = ObjectJSONEncoder(layouts: layouts)  // the common GET: every field, nothing embedded
+        } else {
+            let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+            encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+        }
         return try reads.withContext { context in
             let found: ([UInt8], Int64)?
-            if query.include.children.isEmpty {
+            if encoder.include.children.isEmpty {
                 // Straight from the stored row: no managed object to build, register and reset.
                 found = try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
             } else {

@@ -147,7 +147,7 @@ struct ObjectJSONEncoder {
         writer.writeInteger(row.version)
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
-            writer.write(row.value(ofAttributeAt: index))
+            row.writeJSON(ofAttributeAt: index, into: &writer)
         }
         for (index, relationship) in layout.relationships.enumerated() where fields?.contains(relationship.name) ?? true {
             writer.writeRaw(relationship.key)
