@@ -8,8 +8,8 @@ import Testing
 @Suite("Fetches in key order with a limit")
 struct KeyOrderedFetchTests {
     /// 3,000 tasks. Priority cycles 0...3; `done` is true for every third. Priority 5 marks
-    /// tasks 1, 2, 3 and the last one only: a scan finds three, runs out of budget long before
-    /// the end, and the rest must come from the index plan.
+    /// tasks 1, 2, 3 and the last one only (3 and 3000 are done): a scan finds the early ones,
+    /// runs out of budget long before the end, and the rest must come from the index plan.
     private static func seeded() throws -> (TemporaryStore, PersistentContainer, [ManagedObjectID]) {
         let store = TemporaryStore()
         let container = try Fixtures.container(.path(store.url.path, readerCount: 2))
@@ -28,12 +28,15 @@ struct KeyOrderedFetchTests {
         return (store, container, ids)
     }
 
+    /// The first four use the (done, priority) index with a range, so SQLite's plan sorts and
+    /// the key-order scan runs first; the last two are served in key order by SQLite's plan.
     static let predicates = [
-        "priority >= 2 AND done == NO",   // dense: the scan stops early
-        "priority == 5",                   // three at the start, one at the end: the scan runs out
-        "priority == 5 AND done == YES",   // the third and the last task
-        "priority == 4",                   // nothing at all
-        "title BEGINSWITH 'task 29'",      // no index: both plans scan
+        "priority >= 2 AND done == NO",    // dense: the scan stops early
+        "priority >= 5 AND done == YES",   // the third task, then only the last: the scan runs out
+        "priority >= 4 AND done == NO",    // the first two, then nothing
+        "priority > 5 AND done == YES",    // nothing at all
+        "priority == 5 AND done == YES",   // equality on both index columns: rows come in key order
+        "title BEGINSWITH 'task 29'",      // no index: SQLite scans in key order itself
     ]
 
     @Test("every page equals the start of the unlimited fetch, with and without a cursor, objects and IDs",
@@ -67,6 +70,20 @@ struct KeyOrderedFetchTests {
         #expect(ids.count == 3000)
     }
 
+    @Test("SQLite's plan sorts for the first four predicates and reads in key order for the last two")
+    func planSortsWhereExpected() throws {
+        let (store, container, _) = try Self.seeded()
+        defer { withExtendedLifetime(store) {} }
+        let reader = container.newBackgroundContext(name: "reader")
+        let sorts = try reader.performAndWait {
+            try Self.predicates.map { format in
+                let (sql, _) = try reader.compiledSQL(for: FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format), fetchLimit: 20))
+                return try container.coordinator.read(throughWriter: false) { try $0.sortsForOrderBy(sql) }
+            }
+        }
+        #expect(sorts == [true, true, true, true, false, false])
+    }
+
     @Test("a scan stopped by its budget leaves the snapshot usable: later reads in it still work")
     func stoppedScanKeepsTheSnapshot() throws {
         let (store, container, ids) = try Self.seeded()
@@ -75,8 +92,8 @@ struct KeyOrderedFetchTests {
         try reader.performAndWait {
             reader.keyOrderScanBudget = 300
             try reader.performInSnapshot {
-                let rare = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "priority == 5"), fetchLimit: 10)
-                #expect(try reader.fetchObjectIDs(rare) == [ids[0], ids[1], ids[2], ids[2999]])
+                let rare = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "priority >= 5 AND done == YES"), fetchLimit: 10)
+                #expect(try reader.fetchObjectIDs(rare) == [ids[2], ids[2999]])
                 #expect(try reader.count(for: FetchRequest(entityName: "Task")) == 3000)
                 #expect(try reader.existingObject(with: ids[2999]).value("title", as: String.self) == "task 3000")
             }

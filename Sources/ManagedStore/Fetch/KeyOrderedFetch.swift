@@ -7,7 +7,9 @@ import CSQLite
 // 20th match, a hundred rows or so, unless matches are rare. Which plan wins depends on the
 // data, so both run, one after the other: first the key-order scan with a budget of SQLite
 // steps; if it runs out, SQLite's own plan finds the rest, after the last key the scan
-// returned. Both read in one snapshot and only the plan differs, never the rows.
+// returned. Both read in one snapshot and only the plan differs, never the rows. When SQLite's
+// plan reads rows in key order already (an index whose equality terms leave them in key
+// order, or a scan of the table), it runs alone: it stops at the limit by itself.
 
 extension ManagedObjectContext {
     /// SQLite virtual-machine steps the key-order scan may take: about a thousand rows of a
@@ -26,14 +28,26 @@ extension ManagedObjectContext {
     /// a row's primary key.
     func runKeyOrdered<T>(_ prepared: PreparedFetch, columns: String, limit: Int,
                           key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+        var plain = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let plainSQL = selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
+        do {
+            if try !readStore({ connection in try connection.sortsForOrderBy(plainSQL) }) {
+                return try runQuery(plainSQL, plain.bindings, read)
+            }
+        } catch {
+            throw .store(StoreError(wrapping: error, sql: plainSQL))
+        }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         var condition = prepared.predicate.map { query.condition($0) } ?? "1"
         if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: []))" }
         let order = query.orderBy([])
         let bindings = query.bindings
         let scanSQL = "SELECT \(columns) FROM \(query.fromClauseScanningInKeyOrder) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
+        // The same LIMIT as the plain query, written out: SQLite weighs a literal LIMIT when it
+        // chooses between scanning in key order and an index (a bound one it cannot see), and
+        // stepping stops once the page is full.
         let restSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE (\(condition)) AND t0.\"_pk\" > ?\(bindings.count + 1) "
-            + "ORDER BY \(order) LIMIT ?\(bindings.count + 2)"
+            + "ORDER BY \(order) LIMIT \(limit)"
         do {
             return try readStore { connection in
                 var rows: [T] = []
@@ -52,8 +66,7 @@ extension ManagedObjectContext {
                 try connection.withStatement(restSQL) { statement throws(StoreError) in
                     for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
                     statement.bind(rows.last.map(key) ?? Int64.min, at: Int32(bindings.count + 1))
-                    statement.bind(Int64(limit - rows.count), at: Int32(bindings.count + 2))
-                    while try statement.step() { rows.append(read(statement)) }
+                    while rows.count < limit, try statement.step() { rows.append(read(statement)) }
                 }
                 return rows
             }

@@ -214,7 +214,7 @@ extension ManagedObjectContext {
         return false
     }
 
-    private func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
+    func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
         var condition = prepared.predicate.map { query.condition($0) } ?? "1"
         if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))" }
         let order = query.orderBy(prepared.sorts)
@@ -223,7 +223,7 @@ extension ManagedObjectContext {
         return sql
     }
 
-    private func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+    func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         do {
             return try readStore { connection in
                 try connection.withStatement(sql) { statement throws(StoreError) in

@@ -86,6 +86,20 @@ final class SQLiteConnection {
         }
     }
 
+    private var sortsForOrderBy: [String: Bool] = [:]
+
+    /// Whether SQLite's plan for `sql` sorts its rows for the ORDER BY (a temporary B-tree)
+    /// instead of reading them in order from a table or an index. Plans do not depend on
+    /// bound values, so the answer is kept per statement text.
+    func sortsForOrderBy(_ sql: String) throws(StoreError) -> Bool {
+        if let known = sortsForOrderBy[sql] { return known }
+        let statement = try SQLiteStatement(connection: self, sql: "EXPLAIN QUERY PLAN " + sql)
+        var sorts = false
+        while try statement.step() { sorts = sorts || statement.text(3).contains("TEMP B-TREE FOR ORDER BY") }
+        sortsForOrderBy[sql] = sorts
+        return sorts
+    }
+
     /// Runs `body` with statements stopped after about `steps` virtual-machine steps: a step
     /// that passes the budget fails with SQLITE_INTERRUPT (`StoreError.isInterrupt`). A
     /// read-only statement stopped this way leaves the transaction as it was.
