@@ -30,8 +30,10 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         let connection = try SQLiteConnection(path: path)
         if store.location != .inMemory {
+            // The writer reads through its own page cache: mapped, a growing file is mapped
+            // again and again, and a 1M-object import ran 25% slower (0.50-0.60 of raw SQLite
+            // against 0.69-0.81 unmapped).
             try Self.configureWriter(connection, durability: store.durability)
-            try connection.execute("PRAGMA mmap_size = \(store.memoryMapSize)")
         }
         self.storeIdentifier = try Self.prepareSchema(connection, model: model, path: path)
         self.writer = SerializedConnection(connection)
