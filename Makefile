@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build run demo test test-unit test-tsan test-openapi openapi bench bench-http clean
+.PHONY: deps build run demo test test-unit test-tsan test-openapi openapi bench bench-http image clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -49,5 +49,17 @@ bench: deps
 bench-http: deps
 	./Benchmarks/http/run.sh
 
+## make image: the server as a container image (Dockerfile): the binary is built here with Swift's
+## libraries linked in statically, then copied onto Debian 12 slim. ENGINE=podman to choose;
+## IMAGE_BUILD_FLAGS for the engine (this project's CI machines: --isolation chroot).
+IMAGE ?= managedstore
+STATIC_SCRATCH ?= .build-static
+ENGINE ?= $(shell command -v docker || command -v podman || echo docker)
+image: deps
+	$(SWIFT) build -c release --product managedstore --static-swift-stdlib --scratch-path $(STATIC_SCRATCH)
+	mkdir -p $(STATIC_SCRATCH)/image
+	cp $(STATIC_SCRATCH)/release/managedstore $(STATIC_SCRATCH)/image/managedstore
+	$(ENGINE) build $(IMAGE_BUILD_FLAGS) -t $(IMAGE) -f Dockerfile $(STATIC_SCRATCH)/image
+
 clean:
-	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build data
+	rm -rf .build $(TSAN_SCRATCH) $(STATIC_SCRATCH) Benchmarks/.build data

@@ -105,8 +105,9 @@ struct ServeCommand: ParsableCommand {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
             throw ExitCode(1)
         }
-        let base = "http://\(host):\(server.port)"
-        print("managedstore serving \(loaded.name) from \(store) at \(base)  (durability \(durability), \(readContexts) read contexts)")
+        // Listening on every address (in a container): the commands to try go to this machine.
+        let base = "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(server.port)"
+        print("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
         print("try:")
         print("  curl -s \(base)/v1/model")
         print("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
