@@ -349,7 +349,7 @@ struct PredicateParserTests {
 
     // MARK: Format arguments
 
-    @Test("%@ with strings, numbers, booleans, dates, object IDs, arrays and nil")
+    @Test("%@ with strings, numbers, booleans, dates, object IDs, arrays, sets, nil and NSNull")
     func formatObjectArguments() throws {
         let date = Date(timeIntervalSince1970: 1_700_000_000.25)
         let id = ManagedObjectID(storeIdentifier: UUID(), entityName: "Project", key: .permanent(7))
@@ -369,6 +369,10 @@ struct PredicateParserTests {
             .keyPath("estimate"), .between, .list([.constant(.attribute(.integer(1))), .constant(.attribute(.double(2.5)))]))))
         Self.expectParse("due == %@", [Optional<Date>.none as Any], .key("due") == nil)
         Self.expectParse("due == %@", [Optional<Any>.none as Any], .key("due") == nil)
+        Self.expectParse("due == %@", [NSNull()], .key("due") == nil)
+        Self.expectParse("title IN %@", [Set(["b", "a"])], PredicateKey.key("title").isIn(["a", "b"]))
+        Self.expectParse("priority IN %@", [Set([3])], PredicateKey.key("priority").isIn([3]))
+        Self.expectParse("project IN %@", [Set([id])], .comparison(ComparisonPredicate(.keyPath("project"), .in, .list([.constant(.object(id))]))))
         // Format specifiers inside quotes are plain text.
         Self.expectParse("title == \"%@\"", [], .key("title") == "%@")
         // Arguments are consumed left to right.

@@ -342,30 +342,37 @@ struct PredicateParser {
         }
     }
 
-    /// A Swift value as a predicate constant: attribute values, object IDs, arrays and sets as lists.
+    /// A Swift value as a predicate constant: attribute values, object IDs, arrays and sets as
+    /// lists, nil and `NSNull()` as null (what Core Data code passes for nil in an argument array).
     static func expression(for value: Any) -> PredicateExpression? {
         if let id = value as? ManagedObjectID { return .constant(.object(id)) }
         if let expression = value as? PredicateExpression { return expression }
         if let predicateValue = value as? PredicateValue { return .constant(predicateValue) }
-        if let array = value as? [Any] {
-            var items: [PredicateExpression] = []
-            for element in array {
-                guard let item = expression(for: element) else { return nil }
-                items.append(item)
-            }
-            return .list(items)
-        }
+        if let array = value as? [Any] { return list(array) }
+        // A set's order is arbitrary; sorted by description, the SQL and its bindings come out
+        // the same for the same set every time.
+        if let set = value as? Set<AnyHashable> { return list(set.map(\.base).sorted { "\($0)" < "\($1)" }) }
         if case Optional<Any>.none = value { return .constant(.null) }
+        if value is NSNull { return .constant(.null) }
         if let attribute = AttributeValue(any: value) { return .constant(.attribute(attribute)) }
         return nil
+    }
+
+    private static func list(_ elements: [Any]) -> PredicateExpression? {
+        var items: [PredicateExpression] = []
+        for element in elements {
+            guard let item = expression(for: element) else { return nil }
+            items.append(item)
+        }
+        return .list(items)
     }
 }
 
 extension ObjectPredicate {
     /// Parses an NSPredicate format string [NSPredicate(format:)]:
     /// `try ObjectPredicate(format: "priority >= %d AND title BEGINSWITH[c] %@", 2, "re")`.
-    /// `%@` takes a value (string, number, date, object ID, array), `%K` a key path, `%d` an
-    /// integer, `%f` a double; `$NAME` is a substitution variable.
+    /// `%@` takes a value (string, number, date, object ID, array, set, nil or `NSNull()`),
+    /// `%K` a key path, `%d` an integer, `%f` a double; `$NAME` is a substitution variable.
     public init(format: String, _ arguments: Any...) throws(PredicateParseError) {
         try self.init(format: format, argumentArray: arguments)
     }
