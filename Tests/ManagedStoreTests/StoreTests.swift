@@ -86,4 +86,21 @@ struct StoreTests {
             try writer.execute("ROLLBACK")
         }
     }
+
+    @Test("fetches of ever new shapes do not grow a connection's statement cache without bound, and keep working")
+    func statementCacheIsBounded() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try Fixtures.seedProject(context, name: "Apollo", taskTitles: ["a", "b", "c"])
+        let limit = SQLiteConnection.statementCacheLimit
+        try context.performAndWait {
+            // Each limit is written into the SQL, so each fetch prepares a statement of its own.
+            for n in 1...(limit + 100) {
+                let found = try context.fetchObjectIDs(FetchRequest(entityName: "Task", predicate: .key("title") != "b", fetchLimit: n))
+                #expect(found.count == min(n, 2))
+            }
+        }
+        let cached = try container.coordinator.writer.withConnection { $0.cachedStatementCount }
+        #expect(cached > 0 && cached <= limit)
+    }
 }

@@ -48,13 +48,22 @@ final class SQLiteConnection {
         }
     }
 
+    /// Statements kept per connection by their text. Fetches make their SQL from what clients
+    /// send (predicate shapes, limits), so without a bound a client could fill the server's
+    /// memory with prepared statements; past it the cache starts over (a statement in use
+    /// stays alive with its user and is finalized after).
+    static let statementCacheLimit = 512
+
     /// The cached prepared statement for `sql`, reset and ready to bind.
     func cachedStatement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let statement = statementCache[sql] { return statement }
         let statement = try SQLiteStatement(connection: self, sql: sql)
+        if statementCache.count >= Self.statementCacheLimit { statementCache.removeAll() }
         statementCache[sql] = statement
         return statement
     }
+
+    var cachedStatementCount: Int { statementCache.count }
 
     /// Runs `body` with the cached statement for `sql`, resetting it afterwards even on error.
     func withStatement<T>(_ sql: String, _ body: (SQLiteStatement) throws(StoreError) -> T) throws(StoreError) -> T {
@@ -96,6 +105,7 @@ final class SQLiteConnection {
         let statement = try SQLiteStatement(connection: self, sql: "EXPLAIN QUERY PLAN " + sql)
         var sorts = false
         while try statement.step() { sorts = sorts || statement.text(3).contains("TEMP B-TREE FOR ORDER BY") }
+        if sortsForOrderBy.count >= Self.statementCacheLimit { sortsForOrderBy.removeAll() }  // bounded like the statements
         sortsForOrderBy[sql] = sorts
         return sorts
     }
