@@ -30,13 +30,14 @@ extension ManagedObjectContext {
                           key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         var plain = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let plainSQL = selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
+        let sorts: Bool
         do {
-            if try !readStore({ connection in try connection.sortsForOrderBy(plainSQL) }) {
-                return try runQuery(plainSQL, plain.bindings, read)
-            }
+            sorts = try readStore { connection in try connection.sortsForOrderBy(plainSQL) }
         } catch {
-            throw .store(StoreError(wrapping: error, sql: plainSQL))
+            let storeError = StoreError(wrapping: error, sql: plainSQL)
+            throw Self.refusedAsTooComplex(storeError) ?? .store(storeError)
         }
+        if !sorts { return try runQuery(plainSQL, plain.bindings, read) }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         var condition = prepared.predicate.map { query.condition($0) } ?? "1"
         if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: []))" }
