@@ -23,8 +23,8 @@ public struct StoredObjectRow: ~Copyable {
     /// `value(ofAttributeAt:)`, reading text and numbers straight from the row.
     public func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) {
         let column = Int32(2 + index)
+        if statement.isNull(column) { return writer.writeRaw("null") }
         switch entity.attributes[index].type {
-        case _ where statement.isNull(column): writer.writeRaw("null")
         case .string: statement.withText(column) { writer.writeString(utf8: $0) }
         case .integer16, .integer32, .integer64: writer.writeInteger(statement.int64(column))
         case .boolean: writer.writeRaw(statement.int64(column) != 0 ? "true" : "false")

@@ -28,23 +28,20 @@ extension ManagedObjectContext {
     /// a row's primary key.
     func runKeyOrdered<T>(_ prepared: PreparedFetch, columns: String, limit: Int,
                           key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
-        var plain = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let plainSQL = selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let condition = whereCondition(prepared, &query)
+        let order = query.orderBy([])
+        let bindings = query.bindings
+        let plainSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
         let sorts: Bool
         do {
             sorts = try readStore { connection in try connection.sortsForOrderBy(plainSQL) }
         } catch {
-            let storeError = StoreError(wrapping: error, sql: plainSQL)
-            throw Self.refusedAsTooComplex(storeError) ?? .store(storeError)
+            throw Self.fetchError(error, sql: plainSQL)
         }
-        if !sorts { return try runQuery(plainSQL, plain.bindings, read) }
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        var condition = prepared.predicate.map { query.condition($0) } ?? "1"
-        if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: []))" }
-        let order = query.orderBy([])
-        let bindings = query.bindings
+        if !sorts { return try runQuery(plainSQL, bindings, read) }
         let scanSQL = "SELECT \(columns) FROM \(query.fromClauseScanningInKeyOrder) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
-        // The same LIMIT as the plain query, written out: SQLite weighs a literal LIMIT when it
+        // The plain query's LIMIT, written out: SQLite weighs a literal LIMIT when it
         // chooses between scanning in key order and an index (a bound one it cannot see), and
         // stepping stops once the page is full.
         let restSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE (\(condition)) AND t0.\"_pk\" > ?\(bindings.count + 1) "
@@ -72,8 +69,7 @@ extension ManagedObjectContext {
                 return rows
             }
         } catch {
-            let storeError = StoreError(wrapping: error, sql: scanSQL)
-            throw Self.refusedAsTooComplex(storeError) ?? .store(storeError)
+            throw Self.fetchError(error, sql: scanSQL)
         }
     }
 }

@@ -77,14 +77,8 @@ extension ManagedObjectContext {
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
-        let keys: [Int64]
-        if fetchesInKeyOrder(prepared, limit: request.fetchLimit, offset: request.fetchOffset) {
-            keys = try runKeyOrdered(prepared, columns: "t0.\"_pk\"", limit: request.fetchLimit, key: { $0 }) { $0.int64(0) }
-        } else {
-            var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-            let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
-            keys = try runQuery(sql, query.bindings) { statement in statement.int64(0) }
-        }
+        let keys = try runSelect(prepared, columns: "t0.\"_pk\"", limit: request.fetchLimit, offset: request.fetchOffset,
+                                 key: { $0 }) { $0.int64(0) }
         return keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: prepared.entity.name, key: .permanent($0)) }
     }
 
@@ -96,8 +90,7 @@ extension ManagedObjectContext {
             return try fetchIncludingPendingChanges(prepared).count
         }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        var condition = prepared.predicate.map { query.condition($0) } ?? "1"
-        if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))" }
+        let condition = whereCondition(prepared, &query)
         let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
         let total = Int(try runQuery(sql, query.bindings) { $0.int64(0) }.first ?? 0)
         let afterOffset = max(0, total - request.fetchOffset)
@@ -214,13 +207,31 @@ extension ManagedObjectContext {
         return false
     }
 
-    func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
-        var condition = prepared.predicate.map { query.condition($0) } ?? "1"
-        if let cursor = prepared.after { condition = "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))" }
+    /// The WHERE condition of `prepared`: its predicate and, after a cursor, the cursor's bound.
+    func whereCondition(_ prepared: PreparedFetch, _ query: inout SQLQueryBuilder) -> String {
+        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
+        guard let cursor = prepared.after else { return condition }
+        return "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))"
+    }
+
+    private func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
+        let condition = whereCondition(prepared, &query)
         let order = query.orderBy(prepared.sorts)
         var sql = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order)"
         if limit > 0 || offset > 0 { sql += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)" }
         return sql
+    }
+
+    /// The rows of `prepared` as `columns`, read with `read` (`key` gives a row's primary key):
+    /// in key order first where that pays (KeyOrderedFetch.swift), otherwise as compiled.
+    private func runSelect<T>(_ prepared: PreparedFetch, columns: String, limit: Int, offset: Int,
+                              key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+        if fetchesInKeyOrder(prepared, limit: limit, offset: offset) {
+            return try runKeyOrdered(prepared, columns: columns, limit: limit, key: key, read: read)
+        }
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)
+        return try runQuery(sql, query.bindings, read)
     }
 
     func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
@@ -234,15 +245,20 @@ extension ManagedObjectContext {
                 }
             }
         } catch {
-            let storeError = StoreError(wrapping: error, sql: sql)
-            throw Self.refusedAsTooComplex(storeError) ?? .store(storeError)
+            throw Self.fetchError(error, sql: sql)
         }
+    }
+
+    /// A failure running `sql` as the fetch error it stands for.
+    static func fetchError(_ error: any Error, sql: String) -> FetchError {
+        let storeError = StoreError(wrapping: error, sql: sql)
+        return refusedAsTooComplex(storeError) ?? .store(storeError)
     }
 
     /// SQLite refuses, when preparing, SQL nested deeper or with more terms than it can parse.
     /// The checker's limits catch most such predicates first; whatever slips through is still
     /// the predicate's fault, and is reported as one, not as a store failure.
-    static func refusedAsTooComplex(_ error: StoreError) -> FetchError? {
+    private static func refusedAsTooComplex(_ error: StoreError) -> FetchError? {
         guard case let .sqlite(_, message, _) = error else { return nil }
         for sign in ["parser stack overflow", "Expression tree is too large", "too many SQL variables", "too many terms"]
         where message.contains(sign) {
@@ -253,14 +269,8 @@ extension ManagedObjectContext {
 
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
         let entity = prepared.entity
-        let rows: [(Int64, StoredRow)]
-        if fetchesInKeyOrder(prepared, limit: limit, offset: offset) {
-            rows = try runKeyOrdered(prepared, columns: entity.rowColumnsSQL, limit: limit, key: \.0) { RowSQL.readRow(from: $0, entity: entity) }
-        } else {
-            var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-            let sql = selectSQL(prepared, columns: entity.rowColumnsSQL, query: &query, limit: limit, offset: offset)
-            rows = try runQuery(sql, query.bindings) { RowSQL.readRow(from: $0, entity: entity) }
-        }
+        let rows = try runSelect(prepared, columns: entity.rowColumnsSQL, limit: limit, offset: offset,
+                                 key: \.0) { RowSQL.readRow(from: $0, entity: entity) }
         let asFaults = prepared.request.returnsObjectsAsFaults
         return rows.map { pk, row in
             let id = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, key: .permanent(pk))

@@ -196,13 +196,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private static let getOneParameters: Set<String> = ["fields", "include"]
 
     private func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
-        let encoder: ObjectJSONEncoder
-        if request.query.isEmpty {
-            encoder = ObjectJSONEncoder(layouts: layouts)  // the common GET: every field, nothing embedded
-        } else {
-            let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
-            encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
-        }
+        let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+        let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
         return try reads.withContext { context in
             let found: ([UInt8], Int64)?
             if encoder.include.children.isEmpty {

@@ -88,10 +88,7 @@ struct ObjectJSONEncoder {
 
     private func encode(_ object: ManagedObject, include: IncludeTree, fields: Set<String>?, into writer: inout JSONWriter) {
         let layout = layouts[object.entityName]
-        writer.writeRaw("{\"_id\":")
-        writer.write(object.objectID)
-        writer.writeRaw(",\"_version\":")
-        writer.writeInteger(object.version)
+        Self.writeHead(object.objectID, version: object.version, into: &writer)
         let values = object.attributeValues
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
@@ -128,6 +125,14 @@ struct ObjectJSONEncoder {
         writer.writeRaw("}")
     }
 
+    /// `{"_id":"Task/42","_version":3`: what every object starts with.
+    private static func writeHead(_ id: ManagedObjectID, version: Int64, into writer: inout JSONWriter) {
+        writer.writeRaw("{\"_id\":")
+        writer.write(id)
+        writer.writeRaw(",\"_version\":")
+        writer.writeInteger(version)
+    }
+
     /// One object as a response body.
     func body(_ object: ManagedObject) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 512)
@@ -141,10 +146,7 @@ struct ObjectJSONEncoder {
         precondition(include.children.isEmpty, "embedding related objects needs managed objects")
         let layout = layouts[row.objectID.entityName]
         var writer = JSONWriter(reservingCapacity: 512)
-        writer.writeRaw("{\"_id\":")
-        writer.write(row.objectID)
-        writer.writeRaw(",\"_version\":")
-        writer.writeInteger(row.version)
+        Self.writeHead(row.objectID, version: row.version, into: &writer)
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
             row.writeJSON(ofAttributeAt: index, into: &writer)

@@ -22,8 +22,11 @@ public struct HTTPRequest: Sendable {
 
     /// The value of header `name`, compared without regard to ASCII case (the last one wins
     /// for repeated fields).
-    public func header(_ name: String) -> String? {
-        headers.last { Self.equalIgnoringASCIICase($0.name, name) }?.value
+    public func header(_ name: String) -> String? { Self.header(name, in: headers) }
+
+    /// The same lookup for the fields as they are gathered (`RequestState`).
+    static func header(_ name: String, in headers: [(name: String, value: String)]) -> String? {
+        headers.last { equalIgnoringASCIICase($0.name, name) }?.value
     }
 
     /// The body's media type without parameters, lower-cased and trimmed: `application/json`
@@ -43,7 +46,7 @@ public struct HTTPRequest: Sendable {
         }
     }
 
-    static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
+    private static func equalIgnoringASCIICase(_ a: String, _ b: String) -> Bool {
         let a = a.utf8, b = b.utf8
         guard a.count == b.count else { return false }
         // Setting bit 5 lower-cases ASCII letters; for other bytes equality is still required.
@@ -87,7 +90,7 @@ public struct HTTPResponse: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
-    /// A JSON body with its ETag (`"3"` for version 3), the answer to a GET of one object.
+    /// One object's JSON body with its ETag (`"3"` for version 3).
     public static func json(_ status: Int, _ body: [UInt8], version: Int64) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json"), ("ETag", "\"\(version)\"")], body: body)
     }

@@ -23,7 +23,7 @@ final class RequestState: @unchecked Sendable {
         self.path = path
     }
 
-    func header(_ name: String) -> String? { headers.last { HTTPRequest.equalIgnoringASCIICase($0.name, name) }?.value }
+    func header(_ name: String) -> String? { HTTPRequest.header(name, in: headers) }
 
     var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body) }
 }

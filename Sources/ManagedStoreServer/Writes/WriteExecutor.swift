@@ -254,6 +254,8 @@ struct WriteExecutor {
     }
 
     private func objectResponse(_ status: Int, _ object: ManagedObject, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        .json(status, ObjectJSONEncoder(layouts: layouts).body(object), headers: [("ETag", "\"\(object.version)\"")] + headers)
+        var response = HTTPResponse.json(status, ObjectJSONEncoder(layouts: layouts).body(object), version: object.version)
+        response.headers += headers
+        return response
     }
 }
