@@ -12,7 +12,10 @@ struct ChangeSetWriter {
     /// Writes `changes`; returns each insert's permanent ID, in the order of `changes.inserts`.
     func write(_ changes: ChangeSet) throws -> [ManagedObjectID] {
         let versionConflicts = try checkVersions(changes)
-        let assigned = try assignPrimaryKeys(changes.inserts)
+        let keys = try assignPrimaryKeys(changes.inserts)
+        let assigned = zip(changes.inserts, keys).map { insert, key in
+            ManagedObjectID(storeIdentifier: storeIdentifier, entityName: insert.entity.name, key: .permanent(key))
+        }
         // Mapping temporary IDs matters only when something refers to another object.
         let refers = changes.refersToObjects
         let permanentIDs: [ManagedObjectID: ManagedObjectID] = refers
@@ -25,7 +28,7 @@ struct ChangeSetWriter {
         try checkReferences(changes, resolve: resolve)
         try writeDeletes(changes.deletes)
         try writeUpdates(changes.updates, resolve: resolve)
-        try writeInserts(changes.inserts, resolve: resolve)
+        try writeInserts(changes.inserts, keys: keys, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
         return assigned
     }
@@ -45,9 +48,9 @@ struct ChangeSetWriter {
         return conflicts
     }
 
-    /// The permanent ID of each insert (in order): its own if it has one already, else the next
-    /// primary key of its entity from `_sequence`, handed out in insertion order.
-    private func assignPrimaryKeys(_ inserts: [ChangeSet.Insert]) throws -> [ManagedObjectID] {
+    /// The primary key of each insert (in order): its own if it has a permanent ID already,
+    /// else the next key of its entity from `_sequence`, handed out in insertion order.
+    private func assignPrimaryKeys(_ inserts: [ChangeSet.Insert]) throws -> [Int64] {
         var counts = [Int](repeating: 0, count: model.schema.count)
         for insert in inserts where insert.id.isTemporaryID { counts[insert.entity.index] += 1 }
         var next = [Int64](repeating: 0, count: model.schema.count)
@@ -55,10 +58,9 @@ struct ChangeSetWriter {
             next[entityIndex] = try Self.allocatePrimaryKeys(connection, entity: model.schema[entityIndex], count: count)
         }
         return inserts.map { insert in
-            guard insert.id.isTemporaryID else { return insert.id }
-            let pk = next[insert.entity.index]
-            next[insert.entity.index] += 1
-            return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: insert.entity.name, key: .permanent(pk))
+            if let own = insert.id.primaryKey { return own }
+            defer { next[insert.entity.index] += 1 }
+            return next[insert.entity.index]
         }
     }
 
@@ -213,7 +215,11 @@ struct ChangeSetWriter {
         }
     }
 
-    private func writeInserts(_ inserts: [ChangeSet.Insert], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+    /// Inserts every new row under the key `keys` holds for it (the one `assignPrimaryKeys`
+    /// allocated), always bound: a row inserted without its key would take SQLite's
+    /// max(rowid)+1, which repeats a deleted key while `_sequence` hands out the next one, and
+    /// the ID answered would name another object.
+    private func writeInserts(_ inserts: [ChangeSet.Insert], keys: [Int64], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         var statements: [Int: SQLiteStatement] = [:]
         var last: (entity: Int, statement: SQLiteStatement)?
         // By index, so that no insert is copied (this loop runs once per object of a save).
@@ -228,7 +234,7 @@ struct ChangeSetWriter {
             last = (entity.index, statement)
             // Every parameter is bound below, so the old bindings need no clearing.
             defer { statement.reset(clearingBindings: false) }
-            statement.bind(resolve(inserts[i].id).primaryKey, at: 1)
+            statement.bind(keys[i], at: 1)
             statement.bind(1, at: 2)
             var index: Int32 = 3
             for value in inserts[i].attributes { statement.bind(value, at: index); index += 1 }
