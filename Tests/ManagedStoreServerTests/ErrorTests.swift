@@ -94,8 +94,11 @@ struct ErrorTests {
         let response = try harness.request("POST", "/v1/objects/Task", json: #"{"priority": 9, "estimate": "lots", "due": "tomorrow"}"#)
         Self.check(response, 422, "validation")
         let errors = response.json?["errors"] as? [[String: Any]] ?? []
-        #expect(Set(errors.compactMap { $0["property"] as? String }) == ["estimate", "due"], "type errors come first, together")
-        #expect(errors.allSatisfy { $0["code"] as? String == "invalid-type" && $0["object"] as? String == "Task/new" })
+        // Every broken rule of every kind at once (the contract): two values of the wrong kind,
+        // a missing mandatory property and one out of its range.
+        let found = Set(errors.map { "\($0["property"] as? String ?? "-"):\($0["code"] as? String ?? "-")" })
+        #expect(found == ["estimate:invalid-type", "due:invalid-type", "title:missing-mandatory-property", "priority:too-large"])
+        #expect(errors.allSatisfy { $0["object"] as? String == "Task/new" })
         let rules = try harness.request("POST", "/v1/objects/Task", json: #"{"priority": 9}"#)
         let ruleErrors = rules.json?["errors"] as? [[String: Any]] ?? []
         #expect(Set(ruleErrors.compactMap { $0["code"] as? String }) == ["missing-mandatory-property", "too-large"])

@@ -9,7 +9,8 @@ final class ServerHarness: @unchecked Sendable {
     let coordinator: PersistentStoreCoordinator
     let directory: URL?
 
-    init(inMemory: Bool = true, configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
+    init(inMemory: Bool = true, model: ManagedObjectModel = .taskTracker(),
+         configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
         var service = ServiceConfiguration()
         var http = HTTPServer.Configuration()
         http.port = 0
@@ -24,7 +25,7 @@ final class ServerHarness: @unchecked Sendable {
             directory = folder
             store = .sqlite(folder.appendingPathComponent("store.sqlite"), readerCount: service.readContexts, durability: .normal)
         }
-        coordinator = try PersistentStoreCoordinator(model: .taskTracker(), store: store)
+        coordinator = try PersistentStoreCoordinator(model: model, store: store)
         server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
         try server.start()
     }
@@ -50,7 +51,7 @@ final class ServerHarness: @unchecked Sendable {
         let context = ManagedObjectContext(coordinator: coordinator, name: "check")
         return try context.performAndWait {
             var result: [String: Int] = [:]
-            for entity in ["Project", "Task", "Tag"] { result[entity] = try context.count(for: FetchRequest(entityName: entity)) }
+            for entity in coordinator.model.entities.map(\.name) { result[entity] = try context.count(for: FetchRequest(entityName: entity)) }
             return result
         }
     }

@@ -186,11 +186,10 @@ extension ManagedObjectContext {
         guard !object.isDeleted else { return }
         object.fireFaultIfNeeded()
         object.isDeleted = true
-        if object.isInserted {
-            registered[object.objectID] = nil
-        } else {
-            deletedList.append(object)
-        }
+        // An object inserted since the last save is not written at all, but it stays
+        // registered until the save: its delete rules are checked like any other's (a deny
+        // still refuses), and whoever still points at it learns that it is deleted.
+        if object.isInserted { discardedInsertList.append(object) } else { deletedList.append(object) }
         for relationship in object.entity.relationships {
             let targets: [ManagedObjectID] = relationship.isToMany
                 ? toManyValue(of: object, relationship.index).sortedByKey()

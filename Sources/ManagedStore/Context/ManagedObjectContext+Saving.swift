@@ -2,26 +2,28 @@
 // store's writer, then make the context's objects match what was committed.
 
 extension ManagedObjectContext {
-    /// Writes every change in one transaction [save()].
+    /// Writes every change in one transaction [save()], and returns what changed in the store
+    /// (the did-save notification's inserted, updated and deleted objects).
     ///
     /// Throws `SaveError.validation` with every broken rule, `SaveError.conflict` with every
     /// object another context changed since this one read it (and every uniqueness violation),
     /// or `SaveError.store`. In each case nothing is written and the context keeps its changes;
     /// `refresh(_:mergeChanges: true)` or `rollback()` are the ways forward.
-    public func save() throws(SaveError) {
+    @discardableResult
+    public func save() throws(SaveError) -> SavedChanges {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
         compactChangeLists()
-        guard hasChanges else { return }
-        let validator = ObjectValidator(context: self)
-        var errors: [ValidationError] = []
-        for object in insertedList { errors += validator.validateForSave(object) }
-        // An object whose row vanished is not validated: the store reports it as a conflict.
-        for object in updatedList where !object.isFault && !object.isInaccessible { errors += validator.validateForSave(object) }
-        for object in deletedList { errors += validator.validateForDelete(object) }
+        guard hasChanges else {
+            forgetDiscardedInserts()
+            return .none
+        }
+        let errors = validationErrors()
         guard errors.isEmpty else { throw .validation(errors) }
 
         let changes = makeChangeSet()
+        var altered = objectsAlteredThroughInverses()
+        altered.formUnion(touchedObjectsWithChanges())
         let permanentIDs: [ManagedObjectID]
         do {
             permanentIDs = try coordinator.write { connection in
@@ -33,7 +35,44 @@ extension ManagedObjectContext {
         } catch {
             throw .store(StoreError(wrapping: error))
         }
+        let deleted = changes.deletes.map(\.id)
+        altered.formUnion(changes.updates.map(\.id))
+        if !altered.isEmpty {
+            altered.subtract(deleted)
+            altered = altered.filter { !$0.isTemporaryID }  // objects of this save, or discarded before it
+        }
         didSave(changes, permanentIDs: permanentIDs)
+        return SavedChanges(inserted: permanentIDs, updated: altered.sortedByEntityAndKey(), deleted: deleted.sortedByEntityAndKey())
+    }
+
+    /// Every rule the pending changes break, as `save()` would report them, without saving
+    /// [validateForInsert, validateForUpdate, validateForDelete]. Empty when a save would pass
+    /// validation (it may still meet conflicts in the store).
+    public func validatePendingChanges() -> [ValidationError] {
+        assertOnQueue()
+        compactChangeLists()
+        return validationErrors()
+    }
+
+    private func validationErrors() -> [ValidationError] {
+        let validator = ObjectValidator(context: self)
+        var errors: [ValidationError] = []
+        for object in insertedList { errors += validator.validateForSave(object) }
+        // An object whose row vanished is not validated: the store reports it as a conflict.
+        for object in updatedList where !object.isFault && !object.isInaccessible { errors += validator.validateForSave(object) }
+        for object in deletedList { errors += validator.validateForDelete(object) }
+        // Inserted and deleted again: not written, but a deny rule still refuses the delete.
+        for object in discardedInsertList { errors += validator.validateForDelete(object) }
+        return errors
+    }
+
+    /// Objects inserted and deleted again are dropped once a save no longer needs them.
+    private func forgetDiscardedInserts() {
+        for object in discardedInsertList {
+            object.isDetached = true
+            registered[object.objectID] = nil
+        }
+        discardedInsertList = []
     }
 
     /// Gives inserted objects their permanent IDs now, before saving [obtainPermanentIDs(for:)].
@@ -73,6 +112,7 @@ extension ManagedObjectContext {
     /// Drops list entries that no longer stand for a change (deleted inserts, refreshed objects).
     private func compactChangeLists() {
         insertedList.removeAll { !$0.isInserted || $0.isDeleted }
+        discardedInsertList.removeAll { !$0.isInserted || !$0.isDeleted }
         deletedList.removeAll { !$0.isDeleted || $0.isInserted }
         updatedList.removeAll { !$0.isListedAsUpdated || $0.isInserted || $0.isDeleted }
     }
@@ -171,8 +211,7 @@ extension ManagedObjectContext {
             return .conflict(mergeConflicts: merge, constraintConflicts: constraints)
         case .invalidReferences(let references):
             return .validation(references.map { reference in
-                ValidationError(objectID: reference.owner, property: reference.relationship, code: .invalidRelationship,
-                                message: "\(reference.relationship) points at \(reference.target), which does not exist")
+                .invalidDestination(of: reference.owner, reference.relationship, target: reference.target)
             })
         }
     }
@@ -211,6 +250,7 @@ extension ManagedObjectContext {
         updatedList = []
         deletedList = []
         touchedList = []
+        forgetDiscardedInserts()
     }
 
     private func refersToAnything(_ states: [RelationshipState]) -> Bool {

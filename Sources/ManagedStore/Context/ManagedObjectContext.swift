@@ -47,6 +47,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var deletedList: [ManagedObject] = []
     /// Objects whose loaded relationships changed through inverse maintenance only.
     @exclusivity(unchecked) var touchedList: [ManagedObject] = []
+    /// Objects inserted and deleted again since the last save: never written, but their delete
+    /// rules are checked when saving, and they stay registered until then.
+    @exclusivity(unchecked) var discardedInsertList: [ManagedObject] = []
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
@@ -329,7 +332,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assertOnQueue()
         // A context that holds nothing has nothing to detach (read contexts that answered a
         // request from the store directly): clearing an empty table still sweeps its buckets.
-        if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty { return }
+        if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty
+            && discardedInsertList.isEmpty { return }
         generation += 1  // detaches every object handed out so far, in O(1)
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
@@ -337,6 +341,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         updatedList.removeAll(keepingCapacity: true)
         deletedList.removeAll(keepingCapacity: true)
         touchedList.removeAll(keepingCapacity: true)
+        discardedInsertList.removeAll()
         registrationsSincePurge = 0
     }
 
@@ -344,13 +349,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// and deleted ones return to their last read or saved state.
     public func rollback() {
         assertOnQueue()
-        for object in insertedList where object.isInserted {
+        for object in insertedList + discardedInsertList where object.isInserted {
             object.isDetached = true
             registered[object.objectID] = nil
         }
         for object in updatedList + deletedList + touchedList where !object.isInserted {
             restoreCommittedState(object)
         }
+        discardedInsertList = []
         insertedList = []
         updatedList = []
         deletedList = []

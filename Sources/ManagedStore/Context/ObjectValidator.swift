@@ -31,7 +31,7 @@ struct ObjectValidator {
             let remaining = targets.filter { context.lookup($0)?.isDeleted != true }
             guard !remaining.isEmpty else { return nil }
             return ValidationError(objectID: object.objectID, property: relationship.name, code: .deleteDenied,
-                                   message: "cannot delete: \(relationship.name) still holds \(remaining.sortedByKey().map(\.description).joined(separator: ", ")) (delete rule deny)")
+                                   detail: .stillHolds(relationship: relationship.name, remaining: remaining.sortedByKey()))
         }
     }
 
@@ -57,9 +57,12 @@ struct ObjectValidator {
             errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .missingMandatoryProperty,
                                           message: "\(relationship.name) is required"))
         }
-        for target in targets where context.lookup(target)?.isDeleted == true {
-            errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .invalidRelationship,
-                                          message: "\(relationship.name) points at \(target), which is deleted"))
+        // A destination deleted although its side denies that (delete rule deny) gets its own
+        // delete-denied error; saying here too that it is deleted would only repeat it.
+        let destinationDenies = context.coordinator.model.schema[relationship.destinationIndex]
+            .relationships[relationship.inverseIndex].description.deleteRule == .deny
+        for target in targets where context.lookup(target)?.isDeleted == true && !destinationDenies {
+            errors.append(.invalidDestination(of: object.objectID, relationship.name, target: target, deleted: true))
         }
     }
 

@@ -12,17 +12,78 @@ public enum ValidationErrorCode: String, Sendable, Hashable, CaseIterable {
 }
 
 /// One broken rule on one object [NSValidationError].
+///
+/// Rules about other objects (a `deny` relationship that still holds some, a destination that
+/// does not exist) keep those objects as IDs, not only as text: `relatedObjects` lists them,
+/// and `message(describing:)` writes the message with names of the caller's choosing. An
+/// object inserted in the failed save has only a temporary ID, which names nothing outside
+/// its context: a caller that knows it by another name (a request's ref) uses that name.
 public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     public let objectID: ManagedObjectID
     public let property: String?
     public let code: ValidationErrorCode
-    public let message: String
+    let detail: Detail
+
+    /// What the message says, with any objects it names kept as IDs.
+    enum Detail: Sendable, Hashable {
+        case text(String)
+        /// `relationship` still holds `remaining` (delete rule deny).
+        case stillHolds(relationship: String, remaining: [ManagedObjectID])
+        /// `relationship` points at `target`, which does not exist (or was deleted).
+        case missingDestination(relationship: String, target: ManagedObjectID, deleted: Bool)
+        /// `relationship` holds `expected` objects, and `target` is of another entity.
+        case wrongEntity(relationship: String, target: ManagedObjectID, expected: String)
+    }
 
     public init(objectID: ManagedObjectID, property: String?, code: ValidationErrorCode, message: String) {
+        self.init(objectID: objectID, property: property, code: code, detail: .text(message))
+    }
+
+    init(objectID: ManagedObjectID, property: String?, code: ValidationErrorCode, detail: Detail) {
         self.objectID = objectID
         self.property = property
         self.code = code
-        self.message = message
+        self.detail = detail
+    }
+
+    /// A destination of `relationship` that does not exist, was deleted, or is of the wrong entity.
+    public static func invalidDestination(of owner: ManagedObjectID, _ relationship: String, target: ManagedObjectID,
+                                          deleted: Bool = false) -> ValidationError {
+        ValidationError(objectID: owner, property: relationship, code: .invalidRelationship,
+                        detail: .missingDestination(relationship: relationship, target: target, deleted: deleted))
+    }
+
+    /// A destination of `relationship` (which holds `expected` objects) of another entity.
+    public static func wrongEntity(of owner: ManagedObjectID, _ relationship: String, target: ManagedObjectID,
+                                   expected: String) -> ValidationError {
+        ValidationError(objectID: owner, property: relationship, code: .invalidRelationship,
+                        detail: .wrongEntity(relationship: relationship, target: target, expected: expected))
+    }
+
+    /// The message, naming objects by their IDs.
+    public var message: String { message(describing: \.description) }
+
+    /// The message, naming each object it mentions with `name`.
+    public func message(describing name: (ManagedObjectID) -> String) -> String {
+        switch detail {
+        case .text(let text):
+            return text
+        case let .stillHolds(relationship, remaining):
+            return "cannot delete: \(relationship) still holds \(remaining.map(name).joined(separator: ", ")) (delete rule deny)"
+        case let .missingDestination(relationship, target, deleted):
+            return "\(relationship) points at \(name(target)), which \(deleted ? "is deleted" : "does not exist")"
+        case let .wrongEntity(relationship, target, expected):
+            return "\(relationship) holds \(expected) objects; \(name(target)) is a \(target.entityName)"
+        }
+    }
+
+    /// The objects the message mentions besides `objectID`.
+    public var relatedObjects: [ManagedObjectID] {
+        switch detail {
+        case .text: return []
+        case .stillHolds(_, let remaining): return remaining
+        case .missingDestination(_, let target, _), .wrongEntity(_, let target, _): return [target]
+        }
     }
 
     public var description: String {

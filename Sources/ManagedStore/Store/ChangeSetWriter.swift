@@ -133,7 +133,9 @@ struct ChangeSetWriter {
     private func checkUniqueness(_ changes: ChangeSet) throws -> [ConstraintConflict] {
         var groups: [UniqueKey: [ManagedObjectID]] = [:]
         var order: [UniqueKey] = []
-        var leaving: Set<Int64> = Set(changes.deletes.compactMap(\.id.primaryKey))
+        // Stored rows whose values this save replaces or removes: they must not count against
+        // it. By ID, not by key alone: Book 1 changing says nothing about Author 1's name.
+        var leaving: Set<ManagedObjectID> = Set(changes.deletes.map(\.id))
         func add(_ id: ManagedObjectID, _ entity: Entity, _ attributes: [AttributeValue]) {
             for (c, constraint) in entity.uniquenessConstraints.enumerated() {
                 let values = constraint.map { attributes[$0] }
@@ -148,8 +150,7 @@ struct ChangeSetWriter {
         }
         for update in changes.updates where !update.entity.uniquenessConstraints.isEmpty {
             add(update.id, update.entity, update.attributes)
-            // Its stored values are replaced by this save, so they must not count against it.
-            if let pk = update.id.primaryKey { leaving.insert(pk) }
+            leaving.insert(update.id)
         }
         var conflicts: [ConstraintConflict] = []
         for key in order {
@@ -161,7 +162,7 @@ struct ChangeSetWriter {
                 var pks: [Int64] = []
                 while try s.step() { pks.append(s.int64(0)) }
                 return pks
-            }.filter { !leaving.contains($0) }
+            }.filter { !leaving.contains(ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent($0))) }
             let members = groups[key]!
             if members.count > 1 || !stored.isEmpty {
                 var values: [String: AttributeValue] = [:]

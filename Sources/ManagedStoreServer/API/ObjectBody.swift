@@ -15,8 +15,10 @@ struct ObjectBody: Sendable {
     var toMany: [(name: String, targets: [ObjectReference])] = []
     /// `_version` from the body: the version the write is based on.
     var version: Int64?
-    /// Every value that does not fit its property, reported together (422).
-    var typeErrors: [(property: String, message: String)] = []
+    /// Every value that does not fit its property, reported together (422): `invalid-type`
+    /// for a JSON value of the wrong kind, `invalid-relationship` for a relationship value
+    /// that is a string but names no object of the model.
+    var errors: [(property: String, code: ValidationErrorCode, message: String)] = []
 
     /// The names the body sets (R in the contract's conflict rules).
     var propertyNames: [String] { attributes.map(\.name) + toOne.map(\.name) + toMany.map(\.name) }
@@ -26,7 +28,9 @@ struct ObjectBody: Sendable {
         guard let members = json.objectMembers else {
             throw Problem.badRequest("the body must be a JSON object of \(entity.name) properties, not \(json.typeName)")
         }
-        for (key, value) in members {
+        // A key given twice counts once, with its last value, as every lookup of a JSON object does.
+        let lastIndex = Dictionary(members.enumerated().map { ($0.element.0, $0.offset) }, uniquingKeysWith: { _, last in last })
+        for (index, (key, value)) in members.enumerated() where lastIndex[key] == index {
             switch key {
             case "_version":
                 guard let version = value.int64Value, version >= 1 else {
@@ -41,35 +45,45 @@ struct ObjectBody: Sendable {
             }
             if let attribute = entity.attribute(named: key) {
                 do { attributes.append((key, try AttributeValue(json: value, type: attribute.type))) } catch {
-                    typeErrors.append((key, error.description))
+                    errors.append((key, .invalidType, error.description))
                 }
             } else if let relationship = entity.relationship(named: key) {
-                func reference(_ item: JSONValue) -> ObjectReference?? {
-                    if item.isNull { return .some(nil) }
+                // A string is a reference: an object ID of any entity (the write checks that it
+                // exists and is of the destination's entity: invalid-relationship) or a ref. Any
+                // other JSON value is of the wrong kind: invalid-type.
+                let example = "such as \"\(relationship.destination)/7\""
+                func reference(_ item: JSONValue) -> ObjectReference? {
                     guard let text = item.stringValue else { return nil }
                     if refs.contains(text) { return .ref(text) }
-                    guard let id = coordinator.managedObjectID(fromDescription: text), id.entityName == relationship.destination else { return nil }
+                    guard let id = coordinator.managedObjectID(fromDescription: text) else {
+                        errors.append((key, .invalidRelationship,
+                                       "\(JSONValue.string(String(text.prefix(60))).serialized()) is not a \(relationship.destination) ID \(example)"
+                                       + (refs.isEmpty ? "" : " or a ref of an earlier insert")))
+                        return nil
+                    }
                     return .id(id)
                 }
                 if relationship.isToMany {
                     guard let items = value.isNull ? [] : value.arrayValue else {
-                        typeErrors.append((key, "expected an array of \(relationship.destination) IDs such as \"\(relationship.destination)/7\""))
+                        errors.append((key, .invalidType, "expected an array of \(relationship.destination) IDs \(example), got \(value.typeName)"))
                         continue
                     }
                     var targets: [ObjectReference] = []
+                    var complete = true
                     for item in items {
-                        guard case .some(.some(let target)) = reference(item) else {
-                            typeErrors.append((key, "expected \(relationship.destination) IDs such as \"\(relationship.destination)/7\", got \(item.serialized().prefix(60))"))
+                        guard item.stringValue != nil else {
+                            errors.append((key, .invalidType, "expected \(relationship.destination) IDs \(example), got \(item.typeName)"))
+                            complete = false
                             continue
                         }
-                        targets.append(target)
+                        if let target = reference(item) { targets.append(target) } else { complete = false }
                     }
-                    toMany.append((key, targets))
-                } else {
-                    guard case .some(let target) = reference(value) else {
-                        typeErrors.append((key, "expected a \(relationship.destination) ID such as \"\(relationship.destination)/7\" or null"))
-                        continue
-                    }
+                    if complete { toMany.append((key, targets)) }
+                } else if value.isNull {
+                    toOne.append((key, nil))
+                } else if value.stringValue == nil {
+                    errors.append((key, .invalidType, "expected a \(relationship.destination) ID \(example) or null, got \(value.typeName)"))
+                } else if let target = reference(value) {
                     toOne.append((key, target))
                 }
             } else {

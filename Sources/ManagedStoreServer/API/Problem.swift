@@ -60,12 +60,14 @@ struct Problem: Error, Sendable {
     static func internalError(_ detail: String) -> Problem {
         Problem(status: 500, code: "internal", title: "Internal server error", detail: detail)
     }
-    static func validation(_ errors: [ValidationError], ids: (ManagedObjectID) -> String) -> Problem {
+    /// 422 with every broken rule: each error's object (as the client knows it), property,
+    /// code and message.
+    static func validation(_ errors: [(object: String, property: String?, code: String, message: String)]) -> Problem {
         Problem(status: 422, code: "validation", title: "Validation failed",
-                detail: "\(errors.count) validation error\(errors.count == 1 ? "" : "s")",
+                detail: "\(errors.count) validation error\(errors.count == 1 ? "" : "s"); nothing was written",
                 extra: [("errors", .array(errors.map { error in
-                    .object([("object", .string(ids(error.objectID))), ("property", error.property.map(JSONValue.string) ?? .null),
-                             ("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+                    .object([("object", .string(error.object)), ("property", error.property.map(JSONValue.string) ?? .null),
+                             ("code", .string(error.code)), ("message", .string(error.message))])
                 }))])
     }
 }

@@ -1,8 +1,13 @@
+import Foundation
 import ManagedStore
 
 /// Applies one write request on the write context, inside the write queue's group commit, and
 /// builds its response. Any failure rolls the context back, so the next request starts clean
 /// (its savepoint already undid the store side).
+///
+/// Nothing a client sends may reach one of the library's misuse traps (setting a relationship
+/// to an object of the wrong entity or to a deleted one, changing a deleted object): every such
+/// case is found here first and answered with a problem.
 struct WriteExecutor {
     let context: ManagedObjectContext
     let layouts: JSONLayouts
@@ -16,16 +21,18 @@ struct WriteExecutor {
         do {
             switch operation {
             case let .insert(entity, body):
+                let names = ObjectNames()
                 let object = context.insertNewObject(forEntityName: entity)
-                try apply(body, to: object, replace: false, refs: [:])
-                try save(refs: [:])
+                try applyChecked([(body, object, false)], refs: [:], names: names)
+                try save(names: names)
                 return objectResponse(201, object, headers: [("Location", "/v1/objects/\(entity)/\(object.objectID.primaryKey ?? 0)")])
             case let .update(id, body, baseVersion, replace):
+                let names = ObjectNames()
                 let object = try existing(id)
                 let conflict = conflictIfStale(object, baseVersion: baseVersion, body: body, replace: replace)
                 if let conflict { throw Failure(problem: Self.conflictProblem([conflict])) }
-                try apply(body, to: object, replace: replace, refs: [:])
-                try save(refs: [:])
+                try applyChecked([(body, object, replace)], refs: [:], names: names)
+                try save(names: names)
                 return objectResponse(200, object)
             case let .delete(id, baseVersion):
                 let object = try existing(id)
@@ -33,7 +40,7 @@ struct WriteExecutor {
                     throw Failure(problem: Self.conflictProblem([conflict]))
                 }
                 context.delete(object)
-                try save(refs: [:])
+                try save(names: ObjectNames())
                 return HTTPResponse(status: 204)
             case .transaction(let operations):
                 return try transaction(operations)
@@ -43,7 +50,8 @@ struct WriteExecutor {
             return failure.problem.response
         } catch {
             context.rollback()
-            return Problem.internalError("\(error)").response
+            ServerLog.error("write failed unexpectedly: \(error)")
+            return Problem.internalError("the write failed unexpectedly; nothing was written").response
         }
     }
 
@@ -51,47 +59,51 @@ struct WriteExecutor {
 
     private func transaction(_ operations: [TransactionOperation]) throws -> HTTPResponse {
         var refs: [String: ManagedObject] = [:]
-        var touched: [ManagedObject] = []
-        var deleted: [ManagedObjectID] = []
+        let names = ObjectNames()
         var conflicts: [JSONValue] = []
-        func resolve(_ target: ObjectReference) throws -> ManagedObject {
+        var applied: [(ObjectBody, ManagedObject, Bool)] = []
+        func resolve(_ target: ObjectReference, operation index: Int) throws -> ManagedObject {
+            let object: ManagedObject
             switch target {
             case .ref(let name):
-                guard let object = refs[name] else { throw Failure(problem: .badRequest("unknown ref '\(name)'")) }
-                return object
+                guard let found = refs[name] else { throw Failure(problem: .badRequest("operation \(index): unknown ref '\(name)'")) }
+                object = found
             case .id(let id):
-                return try existing(id)
+                object = try existing(id)
             }
+            guard !object.isDeleted else {
+                throw Failure(problem: .notFound("operation \(index): \(names.name(object.objectID)) was deleted by an earlier operation of this transaction"))
+            }
+            return object
         }
-        for operation in operations {
+        for (index, operation) in operations.enumerated() {
             switch operation {
             case let .insert(entity, ref, body):
                 let object = context.insertNewObject(forEntityName: entity)
-                try apply(body, to: object, replace: false, refs: refs)
-                if let ref { refs[ref] = object }
-                touched.append(object)
-            case let .update(target, baseVersion, body):
-                let object = try resolve(target)
-                if object.isInserted {
-                    // Inserted earlier in this transaction: saved once, as version 1.
-                    try apply(body, to: object, replace: false, refs: refs)
-                } else {
-                    if let conflict = conflictIfStale(object, baseVersion: baseVersion, body: body, replace: false) { conflicts.append(conflict) }
-                    try apply(body, to: object, replace: false, refs: refs)
+                if let ref {
+                    refs[ref] = object
+                    names.name(object.objectID, ref)
                 }
-                if !touched.contains(object) { touched.append(object) }
+                try apply(body, to: object, replace: false, refs: refs, names: names, into: &applied)
+            case let .update(target, baseVersion, body):
+                let object = try resolve(target, operation: index)
+                // An object inserted earlier in this transaction is saved once, as version 1.
+                if !object.isInserted, let conflict = conflictIfStale(object, baseVersion: baseVersion, body: body, replace: false) {
+                    conflicts.append(conflict)
+                }
+                try apply(body, to: object, replace: false, refs: refs, names: names, into: &applied)
             case let .delete(target, baseVersion):
-                let object = try resolve(target)
+                let object = try resolve(target, operation: index)
                 if !object.isInserted, let conflict = conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
                     conflicts.append(conflict)
                 }
-                if !object.isInserted { deleted.append(object.objectID) }
                 context.delete(object)
-                touched.removeAll { $0 === object }
             }
         }
         if !conflicts.isEmpty { throw Failure(problem: Self.conflictProblem(conflicts)) }
-        try save(refs: refs)
+        try reportErrors(of: applied, names: names)
+        let saved = try save(names: names)
+
         var ids: [(String, JSONValue)] = []
         for (ref, object) in refs.sorted(by: { $0.key < $1.key }) where !object.isDeleted {
             ids.append((ref, .string(object.objectID.description)))
@@ -100,14 +112,18 @@ struct WriteExecutor {
         writer.writeRaw("{\"ids\":")
         writer.write(.object(ids))
         writer.writeRaw(",\"objects\":[")
+        // Every object whose stored state the transaction changed, as a GET now answers it:
+        // inserts, updates, objects changed through an inverse (a project whose tasks gained
+        // one), and deletions, cascades included.
         let encoder = ObjectJSONEncoder(layouts: layouts)
         var first = true
-        for object in touched where !object.isDeleted {
+        for id in saved.inserted + saved.updated {
+            guard let body = try context.withStoredObject(id, { row in try encoder.body(row) }) else { continue }
             if !first { writer.writeRaw(",") }
             first = false
-            encoder.encode(object, into: &writer)
+            writer.writeRaw(body)
         }
-        for id in deleted {
+        for id in saved.deleted {
             if !first { writer.writeRaw(",") }
             first = false
             writer.write(.object([("_id", .string(id.description)), ("_deleted", .bool(true))]))
@@ -125,28 +141,55 @@ struct WriteExecutor {
         }
     }
 
-    /// Sets the body's properties; with `replace`, every property the body leaves out goes back
-    /// to its default (attributes) or to nothing (relationships).
-    private func apply(_ body: ObjectBody, to object: ManagedObject, replace: Bool, refs: [String: ManagedObject]) throws {
-        var errors: [ValidationError] = body.typeErrors.map {
-            ValidationError(objectID: object.objectID, property: $0.property, code: .invalidType, message: $0.message)
+    /// Sets one body's values and reports every broken rule with the rest of the save's.
+    private func applyChecked(_ bodies: [(ObjectBody, ManagedObject, Bool)], refs: [String: ManagedObject], names: ObjectNames) throws {
+        var applied: [(ObjectBody, ManagedObject, Bool)] = []
+        for (body, object, replace) in bodies {
+            try apply(body, to: object, replace: replace, refs: refs, names: names, into: &applied)
         }
-        func target(_ reference: ObjectReference, _ property: String) -> ManagedObject? {
+        try reportErrors(of: applied, names: names)
+    }
+
+    /// Sets the body's properties; with `replace`, every property the body leaves out goes back
+    /// to its default (attributes) or to nothing (relationships). A value that cannot be set
+    /// (of the wrong kind, or naming an object that does not exist, is deleted or is of another
+    /// entity) is left unset and remembered in `applied` with its error, to be reported with
+    /// every other broken rule of the write.
+    private func apply(_ body: ObjectBody, to object: ManagedObject, replace: Bool, refs: [String: ManagedObject],
+                       names: ObjectNames, into applied: inout [(ObjectBody, ManagedObject, Bool)]) throws {
+        var body = body
+        let entity = object.entityDescription
+        func destination(_ reference: ObjectReference, _ property: String, expected: String) -> ManagedObject? {
+            let found: ManagedObject?
+            let id: ManagedObjectID
             switch reference {
-            case .ref(let name): return refs[name]
-            case .id(let id):
-                guard let found = try? context.existingObject(with: id), !found.isDeleted else {
-                    errors.append(ValidationError(objectID: object.objectID, property: property, code: .invalidRelationship,
-                                                  message: "\(id) does not exist"))
+            case .ref(let name):
+                found = refs[name]
+                guard let found else { return nil }
+                id = found.objectID
+            case .id(let given):
+                id = given
+                guard given.entityName == expected else {
+                    body.errors.append((property, .invalidRelationship,
+                                        ValidationError.wrongEntity(of: object.objectID, property, target: given, expected: expected).message(describing: names.name)))
                     return nil
                 }
-                return found
+                found = try? context.existingObject(with: given)
             }
+            guard let found, !found.isDeleted else {
+                let error = ValidationError.invalidDestination(of: object.objectID, property, target: id, deleted: found != nil)
+                body.errors.append((property, .invalidRelationship, error.message(describing: names.name)))
+                return nil
+            }
+            guard found.entityName == expected else {
+                body.errors.append((property, .invalidRelationship,
+                                    ValidationError.wrongEntity(of: object.objectID, property, target: id, expected: expected).message(describing: names.name)))
+                return nil
+            }
+            return found
         }
-        let model = context.coordinator.model
-        let entity = model.entity(named: object.entityName)!
         if replace {
-            let given = Set(body.propertyNames)
+            let given = Set(body.propertyNames + body.errors.map(\.property))
             for attribute in entity.attributes where !given.contains(attribute.name) {
                 object.setAttributeValue(attribute.defaultValue, forKey: attribute.name)
             }
@@ -155,27 +198,51 @@ struct WriteExecutor {
             }
         }
         for (name, value) in body.attributes { object.setAttributeValue(value, forKey: name) }
-        for (name, reference) in body.toOne {
-            if let reference {
-                if let destination = target(reference, name) { object.setObject(destination, forKey: name) }
-            } else {
-                object.setObject(nil, forKey: name)
+        for relationship in entity.relationships {
+            if let (_, reference) = body.toOne.last(where: { $0.name == relationship.name }) {
+                if let reference {
+                    if let target = destination(reference, relationship.name, expected: relationship.destination) {
+                        object.setObject(target, forKey: relationship.name)
+                    }
+                } else {
+                    object.setObject(nil, forKey: relationship.name)
+                }
+            } else if let (_, references) = body.toMany.last(where: { $0.name == relationship.name }) {
+                let targets = references.compactMap { destination($0, relationship.name, expected: relationship.destination) }
+                if targets.count == references.count { object.setObjects(targets, forKey: relationship.name) }
             }
         }
-        for (name, references) in body.toMany {
-            let destinations = references.compactMap { target($0, name) }
-            if destinations.count == references.count { object.setObjects(destinations, forKey: name) }
-        }
-        if !errors.isEmpty { throw Failure(problem: .validation(errors, ids: describe)) }
+        applied.append((body, object, replace))
     }
 
-    private func save(refs: [String: ManagedObject]) throws {
+    /// Throws 422 with every broken rule of the write at once when any value could not be set:
+    /// those values' errors, and everything the save's validation finds in what was set
+    /// (except a second error for a property whose value was already refused).
+    private func reportErrors(of applied: [(ObjectBody, ManagedObject, Bool)], names: ObjectNames) throws {
+        var reported: [(object: ManagedObjectID, property: String?, code: ValidationErrorCode, message: String)] = []
+        var refused: Set<String> = []
+        for (body, object, _) in applied {
+            for error in body.errors {
+                reported.append((object.objectID, error.property, error.code, error.message))
+                refused.insert("\(object.objectID)\u{0}\(error.property)")
+            }
+        }
+        guard !reported.isEmpty else { return }
+        for error in context.validatePendingChanges() where !refused.contains("\(error.objectID)\u{0}\(error.property ?? "")") {
+            reported.append((error.objectID, error.property, error.code, error.message(describing: names.name)))
+        }
+        throw Failure(problem: .validation(reported.map { (names.name($0.object), $0.property, $0.code.rawValue, $0.message) }))
+    }
+
+    @discardableResult
+    private func save(names: ObjectNames) throws -> SavedChanges {
         // `do throws(SaveError)`: a plain `catch let error as SaveError` here crashed the Swift 6.3.1 compiler.
-        do throws(SaveError) { try context.save() } catch {
-            let names = Dictionary(refs.map { ($0.value.objectID, $0.key) }, uniquingKeysWith: { a, _ in a })
+        do throws(SaveError) { return try context.save() } catch {
             switch error {
             case .validation(let errors):
-                throw Failure(problem: .validation(errors) { names[$0] ?? describe($0) })
+                throw Failure(problem: .validation(errors.map { error in
+                    (names.name(error.objectID), error.property, error.code.rawValue, error.message(describing: names.name))
+                }))
             case let .conflict(merge, constraints):
                 let conflicts = merge.map { conflict -> JSONValue in
                     .object([("kind", .string("optimistic-locking")), ("object", .string(conflict.objectID.description)),
@@ -191,14 +258,11 @@ struct WriteExecutor {
                 }
                 throw Failure(problem: Self.conflictProblem(conflicts))
             case .store(let storeError):
-                throw Failure(problem: .unavailable("the store failed: \(storeError)"))
+                // The store's own words (SQLite's message, the SQL) go to the log, not to the client.
+                ServerLog.error("save failed in the store: \(storeError)")
+                throw Failure(problem: .unavailable("the store could not save the change; nothing was written"))
             }
         }
-    }
-
-    /// A temporary ID is not useful to a client: it reads "Task/new".
-    private func describe(_ id: ManagedObjectID) -> String {
-        id.isTemporaryID ? "\(id.entityName)/new" : id.description
     }
 
     /// The optimistic-locking conflict of a write based on version `baseVersion` of an object now
@@ -257,5 +321,19 @@ struct WriteExecutor {
         var response = HTTPResponse.json(status, ObjectJSONEncoder(layouts: layouts).body(object), version: object.version)
         response.headers += headers
         return response
+    }
+}
+
+/// How a write's answer names objects: saved ones by their permanent ID (`Task/42`), objects
+/// inserted by this request by the client's ref, or `Task/new` when it gave none. A temporary
+/// ID (`Task/t7`) names nothing outside the write context and never appears in an answer.
+final class ObjectNames {
+    private var refs: [ManagedObjectID: String] = [:]
+
+    func name(_ id: ManagedObjectID, _ ref: String) { refs[id] = ref }
+
+    func name(_ id: ManagedObjectID) -> String {
+        if let ref = refs[id] { return ref }
+        return id.isTemporaryID ? "\(id.entityName)/new" : id.description
     }
 }

@@ -1,0 +1,91 @@
+/// What one save changed in the store, by object ID: the contents of Core Data's did-save
+/// notification [NSInsertedObjectsKey, NSUpdatedObjectsKey, NSDeletedObjectsKey].
+///
+/// `updated` holds every saved object whose stored state differs after the save, including
+/// objects changed only through inverse maintenance: when a task moves from one project to
+/// another, the task and both projects are updated (each project's `tasks` changed), as in
+/// Core Data. Cascade deletions are in `deleted`. Objects inserted and deleted again before
+/// the save appear nowhere: the store never held them.
+public struct SavedChanges: Sendable, Hashable {
+    /// The inserted objects' permanent IDs, in the order they were inserted.
+    public let inserted: [ManagedObjectID]
+    /// Saved objects whose stored state changed, by entity then key.
+    public let updated: [ManagedObjectID]
+    /// Objects deleted from the store, by entity then key.
+    public let deleted: [ManagedObjectID]
+
+    public init(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = []) {
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+    }
+
+    /// A save that wrote nothing.
+    public static let none = SavedChanges()
+
+    public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+}
+
+extension ManagedObjectContext {
+    /// The saved objects the pending changes alter besides those written as updates: the
+    /// destinations whose inverse relationship gains or loses an object. Read before the save
+    /// commits the objects' states (which forgets what they were).
+    func objectsAlteredThroughInverses() -> Set<ManagedObjectID> {
+        var altered: Set<ManagedObjectID> = []
+        func addAll(_ state: RelationshipState) {
+            switch state {
+            case .unloaded, .toOne(nil): break
+            case .toOne(let id?): altered.insert(id)
+            case .toMany(let ids): altered.formUnion(ids)
+            }
+        }
+        func addDifference(_ now: RelationshipState, _ before: RelationshipState) {
+            switch (now, before) {
+            case let (.toOne(a), .toOne(b)) where a != b:
+                if let a { altered.insert(a) }
+                if let b { altered.insert(b) }
+            case let (.toMany(a), .toMany(b)):
+                altered.formUnion(a.symmetricDifference(b))
+            case (_, .unloaded):
+                addAll(now)
+            default:
+                break
+            }
+        }
+        for object in insertedList where !object.isDeleted {
+            // A bulk insert of objects that refer to nothing (the common case) adds nothing.
+            for state in object.relationships { addAll(state) }
+        }
+        for object in updatedList + touchedList where !object.isInserted && !object.isDeleted && !object.isFault {
+            for r in object.relationships.indices { addDifference(object.relationships[r], object.committedRelationships[r]) }
+        }
+        for object in deletedList {
+            for state in object.relationships { addAll(state) }
+            for state in object.committedRelationships { addAll(state) }
+        }
+        return altered
+    }
+
+    /// The touched objects (changed only through inverse maintenance of a loaded to-many)
+    /// whose relationships really differ from what the store holds.
+    func touchedObjectsWithChanges() -> [ManagedObjectID] {
+        touchedList.compactMap { object in
+            guard !object.isInserted, !object.isDeleted, !object.isFault else { return nil }
+            let differs = object.relationships.indices.contains { r in
+                switch (object.relationships[r], object.committedRelationships[r]) {
+                case let (.toOne(a), .toOne(b)): return a != b
+                case let (.toMany(a), .toMany(b)): return a != b
+                default: return false
+                }
+            }
+            return differs ? object.objectID : nil
+        }
+    }
+}
+
+extension Sequence<ManagedObjectID> {
+    /// By entity name, then key: the order `SavedChanges` lists objects in.
+    func sortedByEntityAndKey() -> [ManagedObjectID] {
+        sorted { a, b in a.entityName != b.entityName ? a.entityName < b.entityName : (a.primaryKey ?? 0) < (b.primaryKey ?? 0) }
+    }
+}
