@@ -29,6 +29,10 @@ public struct FetchRequest: Sendable, Hashable {
     /// Keyset pagination: only the objects after this cursor in the request's order.
     /// Make one with `ManagedObjectContext.cursor(after:for:)`.
     public var after: FetchCursor?
+    /// How long the fetch (or count) may run, in SQLite and in memory, before it stops with
+    /// `FetchError.timedOut`; nil for no limit. Materializing and using the objects afterwards
+    /// is not counted.
+    public var timeout: Duration?
 
     public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int = 0, fetchOffset: Int = 0, resultType: FetchResultType = .managedObjects,
@@ -61,6 +65,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     /// regular expression ICU refuses, ...).
     case invalidPredicate(String)
     case invalidRequest(String)
+    /// The fetch ran past the request's `timeout` and was stopped.
+    case timedOut(Duration)
     case store(StoreError)
 
     public var description: String {
@@ -71,6 +77,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .incompatibleTypes(path, detail): return "cannot compare '\(path)': \(detail)"
         case .invalidPredicate(let detail): return "invalid predicate: \(detail)"
         case .invalidRequest(let detail): return "invalid fetch request: \(detail)"
+        case .timedOut(let limit): return "the fetch ran past its time limit of \(limit) and was stopped"
         case .store(let error): return error.description
         }
     }

@@ -37,20 +37,22 @@ extension ManagedObjectContext {
         do {
             sorts = try readStore { connection in try connection.sortsForOrderBy(plainSQL) }
         } catch {
-            throw Self.fetchError(error, sql: plainSQL)
+            throw Self.fetchError(error, sql: plainSQL, prepared: prepared, limits: prepared.limits())
         }
-        if !sorts { return try runQuery(plainSQL, bindings, read) }
+        if !sorts { return try runQuery(plainSQL, bindings, prepared, read) }
         let scanSQL = "SELECT \(columns) FROM \(query.fromClauseScanningInKeyOrder) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
         // The plain query's LIMIT, written out: SQLite weighs a literal LIMIT when it
         // chooses between scanning in key order and an index (a bound one it cannot see), and
         // stepping stops once the page is full.
         let restSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE (\(condition)) AND t0.\"_pk\" > ?\(bindings.count + 1) "
             + "ORDER BY \(order) LIMIT \(limit)"
+        let scanLimits = prepared.limits(steps: keyOrderScanBudget)
+        let restLimits = prepared.limits()
         do {
             return try readStore { connection in
                 var rows: [T] = []
                 do throws(StoreError) {
-                    try connection.withStepBudget(keyOrderScanBudget) { () throws(StoreError) in
+                    try connection.withLimits(scanLimits) { () throws(StoreError) in
                         try connection.withStatement(scanSQL) { statement throws(StoreError) in
                             for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
                             while try statement.step() { rows.append(read(statement)) }
@@ -58,26 +60,22 @@ extension ManagedObjectContext {
                     }
                     return rows  // the scan finished within its budget: these are all the rows
                 } catch {
-                    guard error.isInterrupt else { throw error }
+                    // Stopped by the budget, not the deadline: SQLite's plan takes over.
+                    guard error.isInterrupt, !scanLimits.deadlinePassed else { throw error }
                 }
                 // Out of budget: every key up to the last row found was looked at.
-                try connection.withStatement(restSQL) { statement throws(StoreError) in
-                    for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
-                    statement.bind(rows.last.map(key) ?? Int64.min, at: Int32(bindings.count + 1))
-                    while rows.count < limit, try statement.step() { rows.append(read(statement)) }
+                try connection.withLimits(restLimits) { () throws(StoreError) in
+                    try connection.withStatement(restSQL) { statement throws(StoreError) in
+                        for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
+                        statement.bind(rows.last.map(key) ?? Int64.min, at: Int32(bindings.count + 1))
+                        while rows.count < limit, try statement.step() { rows.append(read(statement)) }
+                    }
                 }
                 return rows
             }
         } catch {
-            throw Self.fetchError(error, sql: scanSQL)
+            let limits = scanLimits.deadlinePassed ? scanLimits : restLimits
+            throw Self.fetchError(error, sql: scanSQL, prepared: prepared, limits: limits)
         }
-    }
-}
-
-extension StoreError {
-    /// A statement stopped by a step budget (`SQLiteConnection.withStepBudget`).
-    var isInterrupt: Bool {
-        if case let .sqlite(code, _, _) = self { return code & 0xFF == SQLITE_INTERRUPT }
-        return false
     }
 }

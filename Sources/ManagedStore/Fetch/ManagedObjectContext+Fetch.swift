@@ -1,6 +1,8 @@
 // Running fetch requests: SQL on a reader for what is saved, merged with this context's
 // pending changes (evaluated in memory with the same semantics) when `includesPendingChanges`.
 
+import Dispatch
+
 /// A fetch request checked against the model, ready to run.
 struct PreparedFetch {
     let entity: Entity
@@ -9,6 +11,16 @@ struct PreparedFetch {
     let request: FetchRequest
     /// Only objects after this cursor (checked to belong to this order).
     var after: FetchCursor?
+    /// When the fetch must stop (`DispatchTime.uptimeNanoseconds`), from the request's timeout.
+    var deadline: UInt64?
+
+    /// Limits for the fetch's statements: its deadline, and `steps` when given.
+    func limits(steps: Int32? = nil) -> StatementLimits { StatementLimits(steps: steps, deadline: deadline) }
+
+    /// Throws `timedOut` once the deadline has passed (the in-memory steps check it as they go).
+    func checkDeadline() throws(FetchError) {
+        if let deadline, DispatchTime.now().uptimeNanoseconds >= deadline, let timeout = request.timeout { throw .timedOut(timeout) }
+    }
 
     /// Entities whose values decide the result: the fetched one and those its key paths read.
     var entitiesRead: Set<Int> {
@@ -92,7 +104,7 @@ extension ManagedObjectContext {
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let condition = whereCondition(prepared, &query)
         let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
-        let total = Int(try runQuery(sql, query.bindings) { $0.int64(0) }.first ?? 0)
+        let total = Int(try runQuery(sql, query.bindings, prepared) { $0.int64(0) }.first ?? 0)
         let afterOffset = max(0, total - request.fetchOffset)
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
     }
@@ -111,7 +123,7 @@ extension ManagedObjectContext {
         let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
         let sql = selectSQL(prepared, columns: columns, query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
         let model = coordinator.model, store = coordinator.storeIdentifier
-        return try runQuery(sql, query.bindings) { statement in
+        return try runQuery(sql, query.bindings, prepared) { statement in
             var row: [String: PropertyValue] = [:]
             for (i, keyPath) in keyPaths.enumerated() {
                 switch keyPath.terminal {
@@ -157,6 +169,13 @@ extension ManagedObjectContext {
             return ResolvedSort(keyPath: keyPath, ascending: sort.ascending, options: sort.options)
         }
         var prepared = PreparedFetch(entity: entity, predicate: predicate, sorts: sorts, request: request)
+        if let timeout = request.timeout {
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = max(0, seconds).multipliedReportingOverflow(by: 1_000_000_000)
+            let total = nanoseconds.overflow ? Int64.max : nanoseconds.partialValue.addingReportingOverflow(max(0, attoseconds / 1_000_000_000)).partialValue
+            let now = DispatchTime.now().uptimeNanoseconds
+            prepared.deadline = now.addingReportingOverflow(UInt64(max(0, total))).overflow ? UInt64.max : now + UInt64(max(0, total))
+        }
         if let cursor = request.after {
             guard cursor.fingerprint == FetchCursor.fingerprint(entity: entity.name, sorts: request.sortDescriptors),
                   cursor.values.count == sorts.count else {
@@ -231,27 +250,33 @@ extension ManagedObjectContext {
         }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)
-        return try runQuery(sql, query.bindings, read)
+        return try runQuery(sql, query.bindings, prepared, read)
     }
 
-    func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+    /// Runs `sql` for `prepared` (under its deadline) and reads each row with `read`.
+    func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ prepared: PreparedFetch,
+                     _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+        let limits = prepared.limits()
         do {
             return try readStore { connection in
-                try connection.withStatement(sql) { statement throws(StoreError) in
-                    for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
-                    var rows: [T] = []
-                    while try statement.step() { rows.append(read(statement)) }
-                    return rows
+                try connection.withLimits(limits) { () throws(StoreError) in
+                    try connection.withStatement(sql) { statement throws(StoreError) in
+                        for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
+                        var rows: [T] = []
+                        while try statement.step() { rows.append(read(statement)) }
+                        return rows
+                    }
                 }
             }
         } catch {
-            throw Self.fetchError(error, sql: sql)
+            throw Self.fetchError(error, sql: sql, prepared: prepared, limits: limits)
         }
     }
 
-    /// A failure running `sql` as the fetch error it stands for.
-    static func fetchError(_ error: any Error, sql: String) -> FetchError {
+    /// A failure running `sql` as the fetch error it stands for: past the deadline, a timeout.
+    static func fetchError(_ error: any Error, sql: String, prepared: PreparedFetch, limits: StatementLimits) -> FetchError {
         let storeError = StoreError(wrapping: error, sql: sql)
+        if storeError.isInterrupt, limits.deadlinePassed, let timeout = prepared.request.timeout { return .timedOut(timeout) }
         return refusedAsTooComplex(storeError) ?? .store(storeError)
     }
 
@@ -301,14 +326,20 @@ extension ManagedObjectContext {
         var limit = 0
         if request.fetchLimit > 0 && !relatedChanged {
             // Each changed object can push at most one stored match out of the window.
-            limit = request.fetchOffset + request.fetchLimit + changedHere.count
+            // Saturating: the offset and limit come from callers (a client's `offset=`).
+            let sum = request.fetchOffset.addingReportingOverflow(request.fetchLimit)
+            let total = sum.partialValue.addingReportingOverflow(changedHere.count)
+            limit = sum.overflow || total.overflow ? Int.max : total.partialValue
         }
         // With a related change the store's answer to the predicate is stale: read every row.
         var storedQuery = prepared
-        if relatedChanged { storedQuery = PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request, after: prepared.after) }
+        if relatedChanged { storedQuery = PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request, after: prepared.after, deadline: prepared.deadline) }
         let stored = try fetchStoredObjects(storedQuery, limit: limit, offset: 0)
         let evaluator = PredicateEvaluator(context: self)
-        func matches(_ object: ManagedObject) -> Bool {
+        var checked = 0
+        func matches(_ object: ManagedObject) throws(FetchError) -> Bool {
+            checked += 1
+            if checked & 255 == 0 { try prepared.checkDeadline() }
             guard !object.isDeleted, !object.isInaccessible else { return false }
             if let cursor = prepared.after, !evaluator.isAfter(object, cursor, sorts: prepared.sorts) { return false }
             return prepared.predicate.map { evaluator.evaluate($0, on: object) } ?? true
@@ -316,13 +347,15 @@ extension ManagedObjectContext {
         var seen = Set<ObjectIdentifier>()
         var candidates: [ManagedObject] = []
         for object in stored where !object.hasChanges || object.isDeleted {
-            if relatedChanged ? matches(object) : !object.isDeleted {
+            if relatedChanged ? try matches(object) : !object.isDeleted {
                 if seen.insert(ObjectIdentifier(object)).inserted { candidates.append(object) }
             }
         }
-        for object in insertedList + updatedList where object.entity.index == entity.index && matches(object) {
+        for object in insertedList + updatedList where object.entity.index == entity.index {
+            guard try matches(object) else { continue }
             if seen.insert(ObjectIdentifier(object)).inserted { candidates.append(object) }
         }
+        try prepared.checkDeadline()
         candidates.sort { evaluator.precedes($0, $1, sorts: prepared.sorts) }
         let window = candidates.dropFirst(request.fetchOffset)
         return Array(request.fetchLimit > 0 ? window.prefix(request.fetchLimit) : window)

@@ -71,6 +71,14 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
+    /// Ends the snapshot of every idle reader, current or not: a reader that holds one keeps
+    /// using the WAL, and a checkpoint cannot empty a WAL in use.
+    func endIdleSnapshots() {
+        condition.lock()
+        defer { condition.unlock() }
+        for i in idle.indices where idle[i].snapshotCommit != nil { Self.endSnapshot(&idle[i]) }
+    }
+
     private static func endSnapshot(_ reader: inout Reader) {
         if reader.connection.isInTransaction { try? reader.connection.cachedStatement("COMMIT").execute() }
         reader.snapshotCommit = nil

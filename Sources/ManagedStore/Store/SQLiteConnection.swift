@@ -23,9 +23,12 @@ final class SQLiteConnection {
         self.handle = db
         self.path = path
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyTimeoutMilliseconds)
         SQLFunctions.register(on: db)
     }
+
+    /// How long a statement waits for a lock another connection holds.
+    static let busyTimeoutMilliseconds: Int32 = 10_000
 
     deinit {
         statementCache.removeAll()
@@ -108,15 +111,6 @@ final class SQLiteConnection {
         if sortsForOrderBy.count >= Self.statementCacheLimit { sortsForOrderBy.removeAll() }  // bounded like the statements
         sortsForOrderBy[sql] = sorts
         return sorts
-    }
-
-    /// Runs `body` with statements stopped after about `steps` virtual-machine steps: a step
-    /// that passes the budget fails with SQLITE_INTERRUPT (`StoreError.isInterrupt`). A
-    /// read-only statement stopped this way leaves the transaction as it was.
-    func withStepBudget<T, E: Error>(_ steps: Int32, _ body: () throws(E) -> T) throws(E) -> T {
-        sqlite3_progress_handler(handle, steps, { _ in 1 }, nil)
-        defer { sqlite3_progress_handler(handle, 0, nil, nil) }
-        return try body()
     }
 
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }

@@ -8,6 +8,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case modelMismatch(storeModel: String, storeHash: String, modelHash: String)
     /// The file is an SQLite database, but not one that ManagedStore created.
     case notAManagedStore(path: String)
+    /// Other connections kept using what this operation needed, past its wait.
+    case busy(String)
 
     /// `error` itself when it is a store error; otherwise a store error describing it. The
     /// store's transaction closures throw untyped errors, and this is where they become typed.
@@ -26,6 +28,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "this model's hash is \(modelHash). Use the model the store was made with, or a new store file."
         case let .notAManagedStore(path):
             return "\(path) is an SQLite database that ManagedStore did not create"
+        case .busy(let message):
+            return "the store is busy: \(message)"
         }
     }
 }
