@@ -54,14 +54,29 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds an idle or half-sent connection is kept.")
     var connectionTimeout = 30
 
+    @Option(help: "Seconds a fetch or count may run before it is stopped and answered 503 query-timeout.")
+    var queryTimeout: Double = 5
+
+    @Option(help: "Bytes of request bodies held in memory across all connections at once; beyond it requests are answered 503 with Retry-After.")
+    var maxInflightBodyBytes = 268_435_456
+
+    @Option(help: "Seconds one request body may take to arrive, however slowly it trickles in (then the connection is closed).")
+    var bodyTimeout = 60
+
+    @Option(help: "Seconds to finish on SIGTERM or SIGINT: answer what was received, commit, checkpoint, exit.")
+    var shutdownTimeout: Double = 10
+
     func validate() throws {
         guard (model == nil) != !demo else { throw ValidationError("give --model FILE or --demo") }
         guard ServiceConfiguration.mergePolicies.contains(mergePolicy) else {
             throw ValidationError("--merge-policy must be one of \(ServiceConfiguration.mergePolicies.joined(separator: ", "))")
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
-        guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1 else {
-            throw ValidationError("--read-contexts, --max-body-bytes, --threads and --connection-timeout must be positive")
+        guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
+            throw ValidationError("--read-contexts, --max-body-bytes, --threads, --connection-timeout, --max-inflight-body-bytes and --body-timeout must be positive")
+        }
+        guard queryTimeout > 0, queryTimeout <= 86_400, shutdownTimeout >= 0, shutdownTimeout <= 86_400 else {
+            throw ValidationError("--query-timeout must be above 0 and --shutdown-timeout 0 or more (seconds, at most a day)")
         }
     }
 
@@ -94,12 +109,15 @@ struct ServeCommand: ParsableCommand {
         service.mergePolicy = mergePolicy
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit
+        service.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
         var http = HTTPServer.Configuration()
         http.host = host
         http.port = port
         http.threads = threads
         http.maxBodyBytes = maxBodyBytes
         http.connectionTimeout = connectionTimeout
+        http.maxInflightBodyBytes = maxInflightBodyBytes
+        http.bodyTimeout = bodyTimeout
         let server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
         do { try server.start() } catch {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
@@ -107,14 +125,20 @@ struct ServeCommand: ParsableCommand {
         }
         // Listening on every address (in a container): the commands to try go to this machine.
         let base = "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(server.port)"
-        print("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
-        print("try:")
-        print("  curl -s \(base)/v1/model")
-        print("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
-        print("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
-        FileHandle.standardOutput.synchronizeFile()
+        say("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
+        say("try:")
+        say("  curl -s \(base)/v1/model")
+        say("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
+        say("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
         SignalWaiter.waitForTermination()
-        print("managedstore: stopping")
-        server.stop()
+        say("managedstore: stopping (answering what was received, then committing and checkpointing)")
+        server.stop(timeout: shutdownTimeout)
+        say("managedstore: stopped")
+    }
+
+    /// Writes one line to stdout at once. A container's log is a pipe, where `print` would
+    /// keep the start-up lines in a buffer until the process exits.
+    private func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 }

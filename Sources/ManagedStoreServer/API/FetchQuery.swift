@@ -91,9 +91,10 @@ struct FetchQuery {
 
     /// The library request for this query (one more than the limit, to know if a next page exists).
     /// The to-many relationships written out are read for the whole page in one query each.
-    func fetchRequest(entity: EntityDescription) -> FetchRequest {
+    func fetchRequest(entity: EntityDescription, timeout: Duration) -> FetchRequest {
         var request = FetchRequest(entityName: entity.name, predicate: predicate, sortDescriptors: sorts, fetchLimit: limit + 1,
                                    fetchOffset: offset, includesPendingChanges: false, after: after)
+        request.timeout = timeout
         request.relationshipKeyPathsForPrefetching = entity.relationships
             .filter { $0.isToMany && (fields?.contains($0.name) ?? true || include.children[$0.name] != nil) }.map(\.name)
         return request
@@ -111,7 +112,11 @@ extension Problem {
         case .unsupportedKeyPath, .incompatibleTypes, .invalidPredicate:
             return .invalidPredicate(error.description)
         case .invalidRequest(let detail): return .badRequest(detail)
-        case .store(let error): return .internalError(error.description)
+        case .timedOut(let limit): return .queryTimeout(limit)
+        case .store(let error):
+            // SQLite's words and the SQL go to the log, never to the client.
+            ServerLog.error("a fetch of \(entity) failed in the store: \(error)")
+            return .internalError("the store failed to answer the fetch")
         }
     }
 }

@@ -11,6 +11,9 @@ public struct ServiceConfiguration: Sendable {
     public var requireIfMatch = false
     /// Drain every waiting write into one transaction (off: one commit per request, for comparison).
     public var groupCommit = true
+    /// How long one fetch or count may run (in SQLite and in memory) before it is stopped
+    /// and answered 503 `query-timeout`.
+    public var queryTimeout: Duration = .seconds(5)
 
     public init() {}
 
@@ -41,9 +44,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
         ready.set(true)
     }
 
-    public func stop() {
+    /// Stops taking writes and waits until `deadline` for the queued ones to be answered and
+    /// committed. Returns whether the queue finished by then.
+    @discardableResult
+    public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
         ready.set(false)
-        writes.stop()
+        return writes.stop(deadline: deadline)
     }
 
     var model: ManagedObjectModel { coordinator.model }
@@ -70,7 +76,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case ("GET", 1, "healthz"):
             let (requests, batches) = writes.counters
             let body = JSONValue.object([("status", .string("ok")), ("writeRequests", .number(String(requests))),
-                                         ("writeTransactions", .number(String(batches))), ("commits", .number(String(coordinator.commitCount)))])
+                                         ("writeTransactions", .number(String(batches))), ("commits", .number(String(coordinator.commitCount))),
+                                         ("walBytes", .number(String(coordinator.walSize)))])
             return .respond(.json(200, body.serialized().utf8Array))
         case ("GET", 1, "readyz"):
             guard ready.value else { throw Problem.unavailable("the store is not ready") }
@@ -152,7 +159,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model)
         return try reads.withContext { context in
-            let fetchRequest = query.fetchRequest(entity: entity)
+            let fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
             let objects: [ManagedObject]
             let count: Int?
             let next: FetchCursor?
@@ -178,9 +185,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
             var writer = JSONWriter(reservingCapacity: 256 + objects.count * 256)
             writer.writeRaw("{\"objects\":[")
             let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+            var embedded = 0
             for (i, object) in objects.enumerated() {
                 if i > 0 { writer.writeRaw(",") }
-                encoder.encode(object, into: &writer)
+                try encoder.encode(object, into: &writer, embedded: &embedded)
             }
             writer.writeRaw("],\"next\":")
             if let next { writer.writeString(next.token) } else { writer.writeRaw("null") }
@@ -204,7 +212,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
                 // Straight from the stored row: no managed object to build, register and reset.
                 found = try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
             } else {
-                found = try context.existingObjectIfStored(with: id).map { (encoder.body($0), $0.version) }
+                found = try context.existingObjectIfStored(with: id).map { (try encoder.body($0), $0.version) }
             }
             guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
             return .json(200, body, version: version)

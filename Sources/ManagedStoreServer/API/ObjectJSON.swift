@@ -2,7 +2,14 @@ import Foundation
 import ManagedStore
 
 /// Which relationships to embed as objects instead of IDs: `include=project,tags,project.tasks`.
+///
+/// The work an include asks for is bounded: key paths are at most `maxDepth` relationships
+/// deep, an object already being embedded further up is written as its ID (a cycle is
+/// embedded once), and one answer embeds at most `maxEmbeddedObjects` objects (400 beyond).
 struct IncludeTree: Sendable {
+    static let maxDepth = 3
+    static let maxEmbeddedObjects = 10_000
+
     var children: [String: IncludeTree] = [:]
 
     init() {}
@@ -12,7 +19,11 @@ struct IncludeTree: Sendable {
         for path in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
             var current = entity
             var node = [String]()
-            for name in path.split(separator: ".").map(String.init) {
+            let steps = path.split(separator: ".", omittingEmptySubsequences: false)
+            guard steps.count <= Self.maxDepth else {
+                throw Problem.badRequest("include '\(path.prefix(100))' is \(steps.count) relationships deep; at most \(Self.maxDepth) are allowed")
+            }
+            for name in steps.map(String.init) {
                 guard let relationship = current.relationship(named: name), let destination = model.entity(named: relationship.destination) else {
                     throw Problem.unknownProperty(current.name, name)
                 }
@@ -82,17 +93,34 @@ struct ObjectJSONEncoder {
         self.include = include
     }
 
-    func encode(_ object: ManagedObject, into writer: inout JSONWriter) {
-        encode(object, include: include, fields: fields, into: &writer)
+    /// Writes `object`. Embedding (`include`) counts against `embedded`, the objects this answer
+    /// has embedded so far: past `IncludeTree.maxEmbeddedObjects` it throws 400.
+    func encode(_ object: ManagedObject, into writer: inout JSONWriter, embedded: inout Int) throws(Problem) {
+        var path: [ManagedObjectID] = []
+        try encode(object, include: include, fields: fields, path: &path, embedded: &embedded, into: &writer)
     }
 
-    private func encode(_ object: ManagedObject, include: IncludeTree, fields: Set<String>?, into writer: inout JSONWriter) {
+    /// `path` holds the objects being embedded around this one: meeting one of them again (a
+    /// cycle such as `tasks.project`) writes its ID instead of embedding it once more.
+    private func encode(_ object: ManagedObject, include: IncludeTree, fields: Set<String>?, path: inout [ManagedObjectID],
+                        embedded: inout Int, into writer: inout JSONWriter) throws(Problem) {
         let layout = layouts[object.entityName]
         Self.writeHead(object.objectID, version: object.version, into: &writer)
         let values = object.attributeValues
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
             writer.write(values[index])
+        }
+        path.append(object.objectID)
+        defer { path.removeLast() }
+        func embed(_ member: ManagedObject, _ nested: IncludeTree) throws(Problem) {
+            if path.contains(member.objectID) { return writer.write(member.objectID) }
+            embedded += 1
+            guard embedded <= IncludeTree.maxEmbeddedObjects else {
+                throw Problem.badRequest("the include would embed more than \(IncludeTree.maxEmbeddedObjects) objects in one answer; "
+                    + "ask for fewer objects (limit) or a shallower include")
+            }
+            try encode(member, include: nested, fields: nil, path: &path, embedded: &embedded, into: &writer)
         }
         for (index, relationship) in layout.relationships.enumerated() {
             let nested = include.children.isEmpty ? nil : include.children[relationship.name]
@@ -103,7 +131,7 @@ struct ObjectJSONEncoder {
                 if let nested {
                     for (i, member) in object.objects(forKey: relationship.name).enumerated() {
                         if i > 0 { writer.writeRaw(",") }
-                        encode(member, include: nested, fields: nil, into: &writer)
+                        try embed(member, nested)
                     }
                 } else {
                     for (i, id) in object.objectIDs(forKey: relationship.name).enumerated() {
@@ -113,8 +141,8 @@ struct ObjectJSONEncoder {
                 }
                 writer.writeRaw("]")
             } else if let target = object.objectID(forKey: relationship.name) {
-                if let nested {
-                    encode(object.managedObjectContext!.object(with: target), include: nested, fields: nil, into: &writer)
+                if let nested, let context = object.managedObjectContext {
+                    try embed(context.object(with: target), nested)
                 } else {
                     writer.write(target)
                 }
@@ -134,9 +162,10 @@ struct ObjectJSONEncoder {
     }
 
     /// One object as a response body.
-    func body(_ object: ManagedObject) -> [UInt8] {
+    func body(_ object: ManagedObject) throws(Problem) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 512)
-        encode(object, into: &writer)
+        var embedded = 0
+        try encode(object, into: &writer, embedded: &embedded)
         return writer.bytes
     }
 

@@ -57,6 +57,17 @@ struct Problem: Error, Sendable {
     static func unavailable(_ detail: String) -> Problem {
         Problem(status: 503, code: "unavailable", title: "Service unavailable", detail: detail, headers: [("Retry-After", "1")])
     }
+    /// A fetch or count ran past `--query-timeout` and was stopped.
+    static func queryTimeout(_ limit: Duration) -> Problem {
+        Problem(status: 503, code: "query-timeout", title: "Query timeout",
+                detail: "the query ran past the server's time limit (\(limit)) and was stopped; narrow it (a more selective where, a smaller limit) or retry",
+                headers: [("Retry-After", "1")])
+    }
+    /// Request bodies held in memory across all connections are at their cap.
+    static func bodiesBusy() -> Problem {
+        Problem(status: 503, code: "unavailable", title: "Service unavailable",
+                detail: "the server holds as many request bodies as it may at once; retry shortly", headers: [("Retry-After", "1")])
+    }
     static func internalError(_ detail: String) -> Problem {
         Problem(status: 500, code: "internal", title: "Internal server error", detail: detail)
     }

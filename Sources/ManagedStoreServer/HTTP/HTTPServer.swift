@@ -6,8 +6,9 @@ import Foundation
 /// connection and header limits, per-connection timeouts, and suspended connections for
 /// requests answered from another thread.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: `daemon` and `listenSocket` are set once in `start` before MHD
-    // runs any callback and cleared in `stop`; `suspended` is only touched under `lock`.
+    // @unchecked Sendable: `daemon` and `listenSocket` are set in `start` before MHD runs any
+    // callback; afterwards they, `suspended`, `stopping`, `inFlightRequests` and
+    // `inFlightBodyBytes` are only touched under `lock` (whose condition wakes a waiting stop).
 
     public struct Configuration: Sendable {
         public var host: String = "127.0.0.1"
@@ -16,6 +17,12 @@ public final class HTTPServer: @unchecked Sendable {
         /// libmicrohttpd's polling threads (at least 2: one epoll thread stalls at 128 connections).
         public var threads: Int = 4
         public var maxBodyBytes: Int = 8_388_608
+        /// Request bodies held in memory across all connections at once; a request that would
+        /// pass it is answered 503 with Retry-After (its body discarded as it arrives).
+        public var maxInflightBodyBytes: Int = 268_435_456
+        /// Seconds one request body may take to arrive, however it trickles in (the connection
+        /// timeout only bounds the pauses): past it the connection is closed.
+        public var bodyTimeout: Int = 60
         public var maxConnections: Int = 1024
         /// Seconds a connection may stay idle (or half-sent) before it is closed.
         public var connectionTimeout: Int = 30
@@ -33,9 +40,12 @@ public final class HTTPServer: @unchecked Sendable {
     /// The port the server listens on.
     public private(set) var port: UInt16 = 0
 
-    private let lock = NSLock()
-    private var suspended: [ObjectIdentifier: (OpaquePointer, RequestState)] = [:]
+    private let lock = NSCondition()
+    private var suspended: [ObjectIdentifier: (connection: OpaquePointer, deferred: DeferredResponse)] = [:]
     private var stopping = false
+    /// Requests MHD has begun and not yet reported complete (sent, failed or timed out).
+    private var inFlightRequests = 0
+    private var inFlightBodyBytes = 0
 
     public init(configuration: Configuration, handler: HTTPRequestHandler) {
         self.configuration = configuration
@@ -68,21 +78,50 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
-    /// Stops accepting, answers every suspended request with 503, and shuts down.
-    public func stop() {
+    // MARK: Stopping
+
+    /// Stops accepting connections. Requests already received are still answered; new
+    /// requests on open connections are answered 503 (with `Connection: close`).
+    public func stopAccepting() {
         lock.lock()
+        defer { lock.unlock() }
+        guard !stopping else { return }
         stopping = true
-        let waiting = Array(suspended.values)
-        lock.unlock()
-        // Suspended connections never time out: resume them all before stopping (platform notes).
-        for (connection, state) in waiting {
-            state.response = Problem.unavailable("the server is shutting down").response
-            resume(connection, state: state)
+        guard let daemon else { return }
+        // Quiescing hands the listening socket back (MHD would otherwise close it in
+        // MHD_stop_daemon); closing it here refuses new connections at once.
+        let socket = MHD_quiesce_daemon(daemon)
+        if socket >= 0 { close(socket) }
+        listenSocket = -1
+    }
+
+    /// Stops the server: no new connections, then waits until `deadline` for every request
+    /// already received to be answered and sent (a suspended write is answered by its
+    /// queue), then stops libmicrohttpd. A request still waiting at the deadline has its
+    /// connection closed without an answer: its outcome is unknown, and nothing untrue is said.
+    public func stop(deadline: DispatchTime = .now() + 10) {
+        stopAccepting()
+        lock.lock()
+        while (!suspended.isEmpty || inFlightRequests > 0) && DispatchTime.now() < deadline {
+            _ = lock.wait(until: Date(timeIntervalSinceNow: min(0.05, Self.seconds(until: deadline))))
         }
+        let abandoned = suspended.values.map(\.deferred)
+        lock.unlock()
+        // Suspended connections never time out, and MHD must not be stopped with any (platform
+        // notes): resume the last ones, to be closed, and give MHD a moment to close them.
+        abandoned.forEach { $0.abandon() }
+        lock.lock()
+        let grace = DispatchTime.now() + 0.5
+        while !suspended.isEmpty && DispatchTime.now() < grace { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.01)) }
+        // Under the lock: no resume can reach MHD while it stops, nor after.
         if let daemon { MHD_stop_daemon(daemon) }
         daemon = nil
-        if listenSocket >= 0 { close(listenSocket) }
-        listenSocket = -1
+        lock.unlock()
+    }
+
+    private static func seconds(until deadline: DispatchTime) -> Double {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return deadline.uptimeNanoseconds > now ? Double(deadline.uptimeNanoseconds - now) / 1e9 : 0
     }
 
     var isStopping: Bool {
@@ -91,17 +130,55 @@ public final class HTTPServer: @unchecked Sendable {
         return stopping
     }
 
-    func noteSuspended(_ connection: OpaquePointer, _ state: RequestState) {
+    // MARK: Bookkeeping (called from MHDCallbacks.swift)
+
+    func requestBegan() {
         lock.lock()
-        suspended[ObjectIdentifier(state)] = (connection, state)
+        inFlightRequests += 1
         lock.unlock()
     }
 
+    func requestEnded(_ state: RequestState) {
+        lock.lock()
+        inFlightRequests -= 1
+        inFlightBodyBytes -= state.reservedBodyBytes
+        state.reservedBodyBytes = 0
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Reserves `bytes` more of the in-flight body budget for `state`; false when that would pass it.
+    func reserveBody(_ bytes: Int, for state: RequestState) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard inFlightBodyBytes + bytes <= configuration.maxInflightBodyBytes else { return false }
+        inFlightBodyBytes += bytes
+        state.reservedBodyBytes += bytes
+        return true
+    }
+
+    /// Gives back what `state` reserved (its body was consumed, or discarded).
+    func releaseBody(of state: RequestState) {
+        lock.lock()
+        inFlightBodyBytes -= state.reservedBodyBytes
+        state.reservedBodyBytes = 0
+        lock.unlock()
+    }
+
+    func noteSuspended(_ connection: OpaquePointer, _ deferred: DeferredResponse, state: RequestState) {
+        lock.lock()
+        suspended[ObjectIdentifier(state)] = (connection, deferred)
+        lock.unlock()
+    }
+
+    /// Resumes a suspended connection whose answer is ready. Under the lock, so that it never
+    /// overlaps MHD_stop_daemon (a resume then can abort the process: platform notes).
     func resume(_ connection: OpaquePointer, state: RequestState) {
         lock.lock()
-        let wasSuspended = suspended.removeValue(forKey: ObjectIdentifier(state)) != nil
-        lock.unlock()
-        if wasSuspended { MHD_resume_connection(connection) }
+        defer { lock.unlock() }
+        guard suspended.removeValue(forKey: ObjectIdentifier(state)) != nil, daemon != nil else { return }
+        MHD_resume_connection(connection)
+        lock.broadcast()
     }
 
     // MARK: Sockets

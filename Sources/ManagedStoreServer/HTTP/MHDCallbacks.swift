@@ -4,6 +4,7 @@
 // main.swift would be main-actor isolated and trap when MHD calls it (platform notes).
 
 import CMicroHTTPD
+import Foundation
 
 /// Every request passes through here, several times: once with the headers, once per piece
 /// of body, once more when the body is complete, and once after a suspended request resumes.
@@ -12,7 +13,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
                       _ uploadDataSize: UnsafeMutablePointer<Int>?, _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) -> MHD_Result {
     guard let cls, let connection, let requestContext, let uploadDataSize else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    let limit = server.configuration.maxBodyBytes
+    let configuration = server.configuration
 
     guard let existing = requestContext.pointee else {
         // First call: headers only. Answering now would make MHD send "Connection: close" and
@@ -22,44 +23,68 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, statePointer)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
-        if let declared = state.header("Content-Length"), let length = Int(declared), length > limit {
+        server.requestBegan()
+        if let declared = state.header("Content-Length").flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), declared > 0 {
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
-            state.tooLarge = true
-            return mhdQueue(connection, Problem.payloadTooLarge(limit: limit).response)
+            if declared > configuration.maxBodyBytes {
+                return mhdQueue(connection, Problem.payloadTooLarge(limit: configuration.maxBodyBytes).response)
+            }
+            if !server.reserveBody(declared, for: state) {
+                return mhdQueue(connection, Problem.bodiesBusy().response)
+            }
         }
         return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    if state.abandoned { return .NO }  // closes the connection: see DeferredResponse.abandon
     if let response = state.response { return mhdQueue(connection, response) }
 
     let size = uploadDataSize.pointee
     if size > 0 {
-        if !state.tooLarge {
-            if state.body.count + size > limit {
-                state.tooLarge = true
-                state.body = []
-            } else if let uploadData {
-                uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size)) }
-            }
-        }
         uploadDataSize.pointee = 0
-        // A body without a declared length (chunked) that passes the limit is discarded as it
-        // arrives, never buffered, and refused once it ends: MHD does not take a response in
-        // the middle of an upload.
+        // However slowly it trickles in, a body has a time limit to arrive; past it the
+        // connection is closed (MHD takes no answer in the middle of an upload).
+        if DispatchTime.now().uptimeNanoseconds - state.started.uptimeNanoseconds > UInt64(configuration.bodyTimeout) * 1_000_000_000 {
+            return .NO
+        }
+        guard state.refusal == nil else { return .YES }  // being discarded
+        if state.body.count + size > configuration.maxBodyBytes {
+            state.refusal = Problem.payloadTooLarge(limit: configuration.maxBodyBytes)
+        } else if state.body.count + size > state.reservedBodyBytes, !server.reserveBody(state.body.count + size - state.reservedBodyBytes, for: state) {
+            state.refusal = Problem.bodiesBusy()
+        } else if let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size)) }
+        }
+        if state.refusal != nil {
+            // A body without a declared length (chunked) that is refused is discarded as it
+            // arrives, never buffered, and refused once it ends: MHD does not take a response in
+            // the middle of an upload.
+            state.body = []
+            server.releaseBody(of: state)
+        }
         return .YES
     }
-    if state.tooLarge { return mhdQueue(connection, Problem.payloadTooLarge(limit: limit).response) }
-    if server.isStopping { return mhdQueue(connection, Problem.unavailable("the server is shutting down").response) }
+    if let refusal = state.refusal { return mhdQueue(connection, refusal.response) }
+    if server.isStopping {
+        var response = Problem.unavailable("the server is shutting down; nothing was done").response
+        response.headers.append(("Connection", "close"))
+        return mhdQueue(connection, response)
+    }
 
-    switch server.handler.handle(state.request) {
+    let outcome = server.handler.handle(state.request)
+    // Parsed: the handler keeps what it needs, so the raw body's share of the budget goes back.
+    state.body = []
+    server.releaseBody(of: state)
+    switch outcome {
     case .respond(let response):
         return mhdQueue(connection, response)
     case .suspend(let start):
         state.isSuspended = true
-        server.noteSuspended(connection, state)
+        let deferred = DeferredResponse(state: state, connection: connection, server: server)
+        server.noteSuspended(connection, deferred, state: state)
         MHD_suspend_connection(connection)
-        start(DeferredResponse(state: state, connection: connection, server: server))
+        start(deferred)
         return .YES
     }
 }
@@ -67,8 +92,11 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
 /// Releases a request's state once MHD is done with it (sent, failed or timed out).
 func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
                          _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
-    guard let requestContext, let state = requestContext.pointee else { return }
-    Unmanaged<RequestState>.fromOpaque(state).release()
+    guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    server.requestEnded(state.takeUnretainedValue())
+    state.release()
     requestContext.pointee = nil
 }
 

@@ -1,21 +1,29 @@
 import CMicroHTTPD
+import Foundation
 
 /// What the server keeps for one request between libmicrohttpd's calls: the parts read so
 /// far, and the response once there is one.
 ///
 /// `@unchecked Sendable`: until suspension only the connection's MHD thread touches it; while
 /// the connection is suspended MHD makes no callback for it, and only the thread that answers
-/// (through `DeferredResponse`) writes `response`, before `MHD_resume_connection`, whose lock
-/// publishes the write to the MHD thread that sends it. One thread at a time, always.
+/// (through `DeferredResponse`, once) writes `response`, before `MHD_resume_connection`, whose
+/// lock publishes the write to the MHD thread that sends it. One thread at a time, always.
 final class RequestState: @unchecked Sendable {
     let method: String
     let path: String
     var query: [(name: String, value: String)] = []
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
-    /// The declared or received body is larger than allowed: answer 413 without reading more.
-    var tooLarge = false
+    /// Body bytes this request holds against the server's in-flight budget.
+    var reservedBodyBytes = 0
+    /// When the first call for this request came: receiving its body has a time limit.
+    let started = DispatchTime.now()
+    /// Why the body is being discarded as it arrives, answered once it has ended.
+    var refusal: Problem?
     var response: HTTPResponse?
+    /// Resumed without an answer: close the connection (a shutdown that could not wait for
+    /// the request's outcome says nothing rather than something untrue).
+    var abandoned = false
     var isSuspended = false
 
     init(method: String, path: String) {
@@ -28,14 +36,18 @@ final class RequestState: @unchecked Sendable {
     var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body) }
 }
 
-/// The way to answer a suspended request from any thread, exactly once.
+/// The way to answer a suspended request from any thread, exactly once: a second answer (the
+/// write queue's, racing a shutdown that gave up waiting for it) is dropped.
 ///
 /// `@unchecked Sendable`: it holds the MHD connection handle only to pass it to
-/// `MHD_resume_connection`, which libmicrohttpd allows from any thread (ITC is on).
+/// `MHD_resume_connection` through the server, which serializes that call; `answered` is
+/// only touched under `lock`.
 public final class DeferredResponse: @unchecked Sendable {
     private let state: RequestState
     private let connection: OpaquePointer
     private unowned let server: HTTPServer
+    private let lock = NSLock()
+    private var answered = false
 
     init(state: RequestState, connection: OpaquePointer, server: HTTPServer) {
         self.state = state
@@ -44,8 +56,27 @@ public final class DeferredResponse: @unchecked Sendable {
     }
 
     /// Sends `response`: stores it and resumes the connection, whose MHD thread queues it.
-    public func complete(_ response: HTTPResponse) {
+    /// Returns false when the request was answered (or abandoned) already.
+    @discardableResult
+    public func complete(_ response: HTTPResponse) -> Bool {
+        guard claim() else { return false }
         state.response = response
         server.resume(connection, state: state)
+        return true
+    }
+
+    /// Closes the connection without an answer, unless one was given already.
+    func abandon() {
+        guard claim() else { return }
+        state.abandoned = true
+        server.resume(connection, state: state)
+    }
+
+    private func claim() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if answered { return false }
+        answered = true
+        return true
     }
 }

@@ -25,18 +25,18 @@ struct WriteExecutor {
                 let object = context.insertNewObject(forEntityName: entity)
                 try applyChecked([(body, object, false)], refs: [:], names: names)
                 try save(names: names)
-                return objectResponse(201, object, headers: [("Location", "/v1/objects/\(entity)/\(object.objectID.primaryKey ?? 0)")])
+                return try objectResponse(201, object, headers: [("Location", "/v1/objects/\(entity)/\(object.objectID.primaryKey ?? 0)")])
             case let .update(id, body, baseVersion, replace):
                 let names = ObjectNames()
                 let object = try existing(id)
-                let conflict = conflictIfStale(object, baseVersion: baseVersion, body: body, replace: replace)
+                let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: body, replace: replace)
                 if let conflict { throw Failure(problem: Self.conflictProblem([conflict])) }
                 try applyChecked([(body, object, replace)], refs: [:], names: names)
                 try save(names: names)
-                return objectResponse(200, object)
+                return try objectResponse(200, object)
             case let .delete(id, baseVersion):
                 let object = try existing(id)
-                if let conflict = conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
+                if let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
                     throw Failure(problem: Self.conflictProblem([conflict]))
                 }
                 context.delete(object)
@@ -48,6 +48,9 @@ struct WriteExecutor {
         } catch let failure as Failure {
             context.rollback()
             return failure.problem.response
+        } catch let problem as Problem {
+            context.rollback()
+            return problem.response
         } catch {
             context.rollback()
             ServerLog.error("write failed unexpectedly: \(error)")
@@ -88,13 +91,13 @@ struct WriteExecutor {
             case let .update(target, baseVersion, body):
                 let object = try resolve(target, operation: index)
                 // An object inserted earlier in this transaction is saved once, as version 1.
-                if !object.isInserted, let conflict = conflictIfStale(object, baseVersion: baseVersion, body: body, replace: false) {
+                if !object.isInserted, let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: body, replace: false) {
                     conflicts.append(conflict)
                 }
                 try apply(body, to: object, replace: false, refs: refs, names: names, into: &applied)
             case let .delete(target, baseVersion):
                 let object = try resolve(target, operation: index)
-                if !object.isInserted, let conflict = conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
+                if !object.isInserted, let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
                     conflicts.append(conflict)
                 }
                 context.delete(object)
@@ -269,9 +272,9 @@ struct WriteExecutor {
     /// at another version (error merge policy). Without persistent history the store cannot say
     /// which properties changed after the base version: `properties` lists those the request
     /// sets, and `cachedSnapshot` is null (the contract's "history no longer reaches B").
-    private func conflictIfStale(_ object: ManagedObject, baseVersion: Int64?, body: ObjectBody?, replace: Bool) -> JSONValue? {
+    private func conflictIfStale(_ object: ManagedObject, baseVersion: Int64?, body: ObjectBody?, replace: Bool) throws -> JSONValue? {
         guard let baseVersion, baseVersion != object.version else { return nil }
-        let persisted = ObjectJSONEncoder(layouts: layouts).body(object)
+        let persisted = try ObjectJSONEncoder(layouts: layouts).body(object)
         var wouldBe: JSONValue = .null
         if let body {
             // The object as the request would have left it, read without saving.
@@ -317,8 +320,8 @@ struct WriteExecutor {
         })
     }
 
-    private func objectResponse(_ status: Int, _ object: ManagedObject, headers: [(name: String, value: String)] = []) -> HTTPResponse {
-        var response = HTTPResponse.json(status, ObjectJSONEncoder(layouts: layouts).body(object), version: object.version)
+    private func objectResponse(_ status: Int, _ object: ManagedObject, headers: [(name: String, value: String)] = []) throws -> HTTPResponse {
+        var response = HTTPResponse.json(status, try ObjectJSONEncoder(layouts: layouts).body(object), version: object.version)
         response.headers += headers
         return response
     }
