@@ -65,8 +65,7 @@ enum DecimalStorage {
         guard !value.isNaN else { return nil }
         if value.isZero { return String(decoding: zeroText, as: UTF8.self) }
         // The significand is the integer of every digit (12.5: 125, exponent -1).
-        var digits = Array(value.significand.description.utf8)
-        guard !digits.isEmpty, digits.allSatisfy(isDigit) else { return nil }
+        guard var digits = digits(ofIntegral: value.significand) else { return nil }
         var exponent = value.exponent + digits.count
         let leading = digits.prefix { $0 == UInt8(ascii: "0") }.count
         digits.removeFirst(leading)
@@ -75,6 +74,25 @@ enum DecimalStorage {
         // Always so for a `Decimal` (|e| ≤ 166); checked because the field has three digits.
         guard !digits.isEmpty, digits.count <= maxDigits, abs(exponent) < exponentBias else { return nil }
         return String(decoding: encode(negative: value.sign == .minus, digits: digits, exponent: exponent), as: UTF8.self)
+    }
+
+    /// The ASCII digits of a nonnegative integral decimal (a significand). Through UInt64 when
+    /// it fits, checked exactly; `Decimal.description` is far slower and is left to the longest.
+    private static func digits(ofIntegral significand: Decimal) -> [UInt8]? {
+        let small = NSDecimalNumber(decimal: significand).uint64Value
+        if Decimal(small) == significand {
+            var digits: [UInt8] = []
+            digits.reserveCapacity(20)
+            var rest = small
+            repeat {
+                digits.append(UInt8(48 + rest % 10))
+                rest /= 10
+            } while rest > 0
+            digits.reverse()
+            return digits
+        }
+        let digits = Array(significand.description.utf8)
+        return !digits.isEmpty && digits.allSatisfy(isDigit) ? digits : nil
     }
 
     /// The bytes of ±0.`digits` × 10^`exponent` (ASCII digits, no leading or trailing zero).
