@@ -8,6 +8,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case modelMismatch(storeModel: String, storeHash: String, modelHash: String)
     /// The file is an SQLite database, but not one that ManagedStore created.
     case notAManagedStore(path: String)
+    /// The store records a file format this version cannot read (`format` as recorded, or
+    /// "none"): a newer ManagedStore wrote it. `readable` lists the formats this version opens.
+    case unsupportedFormat(path: String, format: String, readable: [String])
 
     /// `error` itself when it is a store error; otherwise a store error describing it. The
     /// store's transaction closures throw untyped errors, and this is where they become typed.
@@ -26,6 +29,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "this model's hash is \(modelHash). Use the model the store was made with, or a new store file."
         case let .notAManagedStore(path):
             return "\(path) is an SQLite database that ManagedStore did not create"
+        case let .unsupportedFormat(path, format, readable):
+            return "the store at \(path) has file format \(format); this version of ManagedStore reads formats "
+                + readable.joined(separator: ", ") + " (older ones are upgraded in place when opened). Open it with a newer ManagedStore."
         }
     }
 }
