@@ -21,6 +21,7 @@ struct PredicateDifferentialTests {
             AttributeDescription(name: "qty", type: .integer32),
             AttributeDescription(name: "price", type: .double),
             AttributeDescription(name: "amount", type: .decimal),
+            AttributeDescription(name: "cost", type: .decimal),
             AttributeDescription(name: "flag", type: .boolean),
             AttributeDescription(name: "note", type: .string),
             AttributeDescription(name: "when", type: .date),
@@ -39,6 +40,17 @@ struct PredicateDifferentialTests {
         "apple", "Apple", "APPLE pie", "éclair", "Eclair", "straße", "STRASSE", "İstanbul", "istanbul", "ıstanbul",
         "🚀 rocket", "", nil, "a*b", "a%b_c", "café", "cafe\u{301}", "naïve", "Zebra", "zebra",
         "x'y\"z", "line\nbreak", "über", "UBER", "日本語", "ab", "abc", "abcd", "Ωmega", "ωmega",
+    ]
+
+    /// Costs of items 1–30: signs, zero, tiny and huge magnitudes, equal numbers written
+    /// differently (1.2 and 1.20, 12.5 and 12.50), digit strings that prefix one another
+    /// (1.2, 1.21, 1.25), 38-digit extremes, and two nulls. Their stored order is their text's
+    /// byte order, so these are where an encoding mistake would show.
+    static let handCosts: [String?] = [
+        "-100", "-1.25", "-1.2", "-0.5", "0", "0.001", "1.2", "1.25", "12.5", "1e20",
+        "99999999999999999999999999999999999999", nil, "-99999999999999999999999999999999999999", "1e-100", "0.1",
+        "0.10000000000000000000000000000000000001", "-0.001", "1.20", "100", "99.99",
+        "-12.5", "12.50", "1e-20", "-1e20", "3", "30", "300", "1.21", "-1.21", nil,
     ]
 
     static let container: PersistentContainer = {
@@ -64,6 +76,7 @@ struct PredicateDifferentialTests {
                     item.setValue(Int64(i), forKey: "qty")
                     if i % 7 != 0 { item.setValue(Double(i) * 1.5, forKey: "price") }
                     item.setValue(Decimal(string: "\(i).25")!, forKey: "amount")
+                    item.setValue(handCosts[i - 1].flatMap { Decimal(string: $0, locale: Locale(identifier: "en_US_POSIX")) }, forKey: "cost")
                     item.setValue(i % 2 == 0, forKey: "flag")
                     item.setValue(i % 3 == 0 ? nil : (i % 3 == 1 ? "" : "note \(i)"), forKey: "note")
                     if i % 5 != 0 { item.setObject(owners[[0, 1, 2][i % 3]], forKey: "owner") }
@@ -78,6 +91,8 @@ struct PredicateDifferentialTests {
                     item.setValue(Int64(100 + i % 50), forKey: "qty")
                     if i % 11 != 0 { item.setValue(Double(i) / 3, forKey: "price") }
                     item.setValue(Decimal(i), forKey: "amount")
+                    // -2.5 to 3 in quarters, many repeated; every thirteenth none.
+                    if i % 13 != 0 { item.setValue(Decimal(Int64(i % 23) * 25 - 250) / 100, forKey: "cost") }
                     item.setValue(i % 3 == 0, forKey: "flag")
                     if i % 4 != 0 { item.setValue("gen", forKey: "note") }
                     if i % 10 != 0 { item.setObject(owners[3], forKey: "owner") }
@@ -171,6 +186,23 @@ struct PredicateDifferentialTests {
         Case("amount > 29 AND qty < 100", [29, 30]),
         Case(#"amount == "3.25""#, [3]),
         Case("amount == 3.25", [3]),
+        // Decimals of every sign and size (handCosts): stored as order-preserving text.
+        Case("cost < 0 AND qty < 100", [1, 2, 3, 4, 13, 17, 21, 24, 29]),
+        Case("cost == 1.2", [7, 18]),
+        Case("cost == 12.50", [9, 22]),
+        Case(#"cost == "1.250" AND qty < 100"#, [8]),
+        Case("cost ==[c] 1.25 AND qty < 100", [8]),
+        Case("cost == 0 AND qty < 100", [5]),
+        Case("cost BETWEEN {-1.25, 1.2} AND qty < 100", [2, 3, 4, 5, 6, 7, 14, 15, 16, 17, 18, 23, 29]),
+        Case("cost IN {1.2, -0.5, 3, 1e20} AND qty < 100", [4, 7, 10, 18, 25]),
+        Case("cost > 1e19", [10, 11]),
+        Case("cost < -1e30", [13]),
+        Case("cost > 0.1 AND cost < 0.2", [16]),
+        Case("cost > 0 AND cost < 1e-10", [14, 23]),
+        Case("cost == nil AND qty < 100", [12, 30]),
+        Case("cost > amount AND qty < 100", [9, 10, 11, 19, 20, 26, 27]),
+        Case("items.@max.cost > 1e30", [3], entity: "Owner"),
+        Case("items.@min.cost < -1e30", [2], entity: "Owner"),
         Case("flag == YES AND qty <= 10", [2, 4, 6, 8, 10]),
         Case("NOT flag AND qty <= 5", [1, 3, 5]),
         Case(#"note == "" AND qty < 100"#, [1, 4, 7, 10, 13, 16, 19, 22, 25, 28]),
@@ -230,6 +262,8 @@ struct PredicateDifferentialTests {
         "labels.@count >= 1", "labels.@count == 0", #""gen-b" IN labels.text"#, #"labels.text IN {"red", "green"}"#,
         #"SUBQUERY(labels, $l, $l.text CONTAINS "-").@count == 2"#, #"SUBQUERY(labels, $l, $l.items.@count > 100).@count > 0"#, "owner.items.@count > 20",
         "qty > price", "qty == price", "TRUEPREDICATE", "FALSEPREDICATE", "owner.items.@max.qty == 149",
+        "cost < 0", "cost >= 1.2", "cost BETWEEN {-1.25, 1.25}", "cost IN {1.2, 12.5, -0.5, 3, 0}", "cost == 12.50", "cost == nil",
+        "cost != 0", "cost > amount", "cost <= -0.001", "owner.items.@max.cost > 2", "owner.items.@min.cost <= -2.5",
     ]
 
     static let combined: [String] = {
@@ -256,6 +290,25 @@ struct PredicateDifferentialTests {
             }
         }
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+    }
+
+    @Test("sorting by a decimal orders alike in SQL and in memory", arguments: [true, false])
+    func decimalSortAgrees(ascending: Bool) throws {
+        let context = Self.container.newBackgroundContext()
+        try context.performAndWait {
+            let request = FetchRequest(entityName: "Item", sortDescriptors: [ObjectSortDescriptor("cost", ascending: ascending), ObjectSortDescriptor("qty")])
+            let sql = try context.fetch(request).compactMap(\.objectID.primaryKey)
+            let prepared = try context.prepare(request)
+            let evaluator = PredicateEvaluator(context: context)
+            let memory = try context.fetch(FetchRequest(entityName: "Item")).sorted { evaluator.precedes($0, $1, sorts: prepared.sorts) }
+            #expect(sql == memory.compactMap(\.objectID.primaryKey))
+            // And the order is the numbers' (nulls first ascending, last descending).
+            let costs = memory.map { $0.value("cost", as: Decimal.self) }
+            let numbers = costs.compactMap { $0 }
+            #expect(numbers == (ascending ? numbers.sorted() : numbers.sorted(by: >)))
+            #expect(ascending ? costs.prefix(while: { $0 == nil }).count == costs.count - numbers.count
+                              : costs.suffix(costs.count - numbers.count).allSatisfy { $0 == nil })
+        }
     }
 
     @Test("unsaved changes answer through memory exactly as they would after saving")

@@ -395,6 +395,21 @@ struct ValidationTests {
         }
     }
 
+    @Test("a decimal NaN is invalid-type, never saved (the store has no place for it in the decimal order)")
+    func decimalNaNRefused() throws {
+        let model = try ManagedObjectModel(name: "DecimalNaN", entities: [
+            EntityDescription(name: "Price", attributes: [AttributeDescription(name: "value", type: .decimal)]),
+        ])
+        let container = try PersistentContainer(model: model, store: .inMemory)
+        let context = container.newBackgroundContext()
+        let id = context.performAndWait {
+            let price = context.insertNewObject(forEntityName: "Price")
+            price.setValue(Decimal.nan, forKey: "value")
+            return price.objectID
+        }
+        #expect(Self.broken(Self.failingSave(context)) == [Broken(id, "value", .invalidType)])
+    }
+
     @Test("a non-optional to-one relationship left empty is missing-mandatory-property")
     func mandatoryToOne() throws {
         let container = try Self.makeContainer()

@@ -73,6 +73,7 @@ struct ObjectValidator {
             switch value {
             case .double(let d) where !d.isFinite: break
             case .float(let f) where !f.isFinite: break
+            case .decimal(let d) where d.isNaN: break
             default: return nil  // the common case, decided without copying the description
             }
         }
@@ -95,9 +96,11 @@ struct ObjectValidator {
             return error(.invalidType, "expected a \(attribute.type.rawValue), got a \(value.kindName)")
         }
         // SQLite stores NaN as NULL, and JSON has no NaN or infinity: refuse them rather than lose them.
+        // A decimal NaN has no place in the stored order either (DecimalStorage).
         switch value {
         case .double(let d) where !d.isFinite: return error(.invalidType, "\(d) is not a finite number")
         case .float(let f) where !f.isFinite: return error(.invalidType, "\(f) is not a finite number")
+        case .decimal(let d) where d.isNaN: return error(.invalidType, "NaN is not a number")
         default: break
         }
         if let min = attribute.minValue, AttributeValue.compare(value, min) == .orderedAscending {

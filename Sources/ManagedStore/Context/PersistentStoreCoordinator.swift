@@ -69,7 +69,8 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Creates the schema in an empty database, or checks that an existing one was made from
-    /// this model. Returns the store's UUID.
+    /// this model in a format this version reads, and upgrades an older format in place
+    /// (`StoreFormatMigration`). Returns the store's UUID.
     private static func prepareSchema(_ connection: SQLiteConnection, model: ManagedObjectModel, path: String) throws(StoreError) -> UUID {
         do {
             return try connection.writeTransaction { () throws -> UUID in
@@ -82,6 +83,8 @@ public final class PersistentStoreCoordinator: Sendable {
                             return try s.step() ? s.text(0) : nil
                         }
                     }
+                    // A format this version cannot read is refused before anything else is read.
+                    let format = try StoreFormatMigration.readableFormat(try value("format"), path: path)
                     let hash = try value("model_hash") ?? ""
                     guard hash == model.versionHash else {
                         throw StoreError.modelMismatch(storeModel: try value("model_name") ?? "?", storeHash: hash, modelHash: model.versionHash)
@@ -89,6 +92,8 @@ public final class PersistentStoreCoordinator: Sendable {
                     guard let text = try value("store_uuid"), let uuid = UUID(uuidString: text) else {
                         throw StoreError.notAManagedStore(path: path)
                     }
+                    // An older format is upgraded in this transaction: all of it or none.
+                    try StoreFormatMigration.upgrade(connection, model: model, from: format)
                     return uuid
                 }
                 guard try connection.scalarInt("SELECT count(*) FROM sqlite_master") == 0 else {
@@ -97,7 +102,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 for statement in StoreSchema.createStatements(for: model) { try connection.execute(statement) }
                 let uuid = UUID()
                 for (key, value) in [("store_uuid", uuid.uuidString), ("model_hash", model.versionHash),
-                                     ("model_name", model.name), ("format", "1")] {
+                                     ("model_name", model.name), ("format", StoreFormatMigration.currentFormat)] {
                     try connection.withStatement("INSERT INTO \"_metadata\" (\"key\", \"value\") VALUES (?, ?)") { s throws(StoreError) in
                         s.bind(.string(key), at: 1)
                         s.bind(.string(value), at: 2)

@@ -1,10 +1,16 @@
 import CSQLite
 import Foundation
 
-/// Collations and functions every connection registers before it touches the schema.
+/// Collations and functions every connection registers before it touches the schema. They
+/// serve queries only (and the format-1 migration): none may appear in a table or index
+/// definition, so that the file stays readable by stock SQLite.
 enum SQLFunctions {
-    /// `decimal` columns are TEXT holding the exact number; this collation orders and compares
-    /// them numerically, so `=`, `<`, ORDER BY and indexes on them behave like numbers.
+    /// The collation that format-1 stores declared on their `decimal` columns (TEXT holding the
+    /// plain number, compared numerically). Nothing uses it in a definition any more: a custom
+    /// collation there makes the file unreadable to stock SQLite, and decimals are now stored
+    /// as text that orders bytewise (`DecimalStorage`). It stays registered, which is harmless,
+    /// so that a format-1 store's tables and indexes can be read while `StoreFormatMigration`
+    /// rebuilds them.
     static let decimalCollation = "MS_DECIMAL"
 
     static func register(on db: OpaquePointer) {
@@ -19,7 +25,8 @@ enum SQLFunctions {
 
 private let posix = Locale(identifier: "en_US_POSIX")
 
-/// Compares two decimal texts numerically; texts that are not numbers sort after numbers, bytewise.
+/// Compares two format-1 decimal texts numerically; texts that are not numbers sort after
+/// numbers, bytewise.
 private func compareDecimalText(_: UnsafeMutableRawPointer?, _ lhsCount: Int32, _ lhs: UnsafeRawPointer?,
                                 _ rhsCount: Int32, _ rhs: UnsafeRawPointer?) -> Int32 {
     func text(_ p: UnsafeRawPointer?, _ n: Int32) -> String {

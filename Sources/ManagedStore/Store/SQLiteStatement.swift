@@ -36,7 +36,9 @@ final class SQLiteStatement {
         case .float(let v): sqlite3_bind_double(handle, index, Double(v))
         case .date(let v): sqlite3_bind_double(handle, index, v.timeIntervalSinceReferenceDate)
         case .string(let v): bindText(v, at: index)
-        case .decimal(let v): bindText(v.description, at: index)
+        case .decimal(let v):
+            // The order-preserving text (DecimalStorage); NaN, which has no place in the order, as NULL.
+            if let text = DecimalStorage.encode(v) { bindText(text, at: index) } else { sqlite3_bind_null(handle, index) }
         case .uuid(let v): bindText(v.uuidString, at: index)
         case .uri(let v): bindText(v.absoluteString, at: index)
         case .binary(let v):
@@ -116,7 +118,8 @@ final class SQLiteStatement {
         case .float: return .float(Float(double(column)))
         case .date: return .date(Date(timeIntervalSinceReferenceDate: double(column)))
         case .string: return .string(text(column))
-        case .decimal: return Decimal(string: text(column), locale: Locale(identifier: "en_US_POSIX")).map(AttributeValue.decimal) ?? .null
+        // Text that is not what DecimalStorage writes reads as null, as a malformed UUID or URI does.
+        case .decimal: return withText(column) { DecimalStorage.decode($0) }.map(AttributeValue.decimal) ?? .null
         case .uuid: return UUID(uuidString: text(column)).map(AttributeValue.uuid) ?? .null
         case .uri: return URL(string: text(column)).map(AttributeValue.uri) ?? .null
         case .binary: return .binary(blob(column))

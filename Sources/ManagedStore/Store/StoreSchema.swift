@@ -10,28 +10,8 @@ enum StoreSchema {
             "CREATE TABLE \"_sequence\" (\"entity\" TEXT PRIMARY KEY, \"max\" INTEGER NOT NULL)",
         ]
         for entity in model.schema {
-            var columns = ["\"_pk\" INTEGER PRIMARY KEY", "\"_version\" INTEGER NOT NULL"]
-            for attribute in entity.attributes {
-                columns.append(quoteIdentifier(attribute.name) + " " + columnType(attribute.type))
-            }
-            for r in entity.foreignKeyRelationships {
-                columns.append(quoteIdentifier(entity.relationships[r].name) + " INTEGER")
-            }
-            statements.append("CREATE TABLE \(entity.table) (\(columns.joined(separator: ", ")))")
-            // Finding the objects that point at one object (a to-many fault, a delete rule) must
-            // not scan the table: index each foreign key.
-            for r in entity.foreignKeyRelationships {
-                let name = entity.relationships[r].name
-                statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_fk_\(name)")) ON \(entity.table) (\(quoteIdentifier(name)))")
-            }
-            for (i, constraint) in entity.uniquenessConstraints.enumerated() {
-                let list = constraint.map { quoteIdentifier(entity.attributes[$0].name) }.joined(separator: ", ")
-                statements.append("CREATE UNIQUE INDEX \(quoteIdentifier("\(entity.name)_unique_\(i)")) ON \(entity.table) (\(list))")
-            }
-            for (i, index) in entity.indexes.enumerated() {
-                let list = index.map(quoteIdentifier).joined(separator: ", ")
-                statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_index_\(i)")) ON \(entity.table) (\(list))")
-            }
+            statements.append(createTable(entity, named: entity.table))
+            statements.append(contentsOf: createIndexes(entity))
             for relationship in entity.relationships {
                 guard case let .joinTable(table, ownColumn, _) = relationship.storage, ownColumn == "\"a\"" else { continue }
                 statements.append("CREATE TABLE \(table) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL, PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID")
@@ -42,12 +22,48 @@ enum StoreSchema {
         return statements
     }
 
+    /// The CREATE TABLE of `entity`'s rows, named `table` (quoted): the entity's own table, or
+    /// the replacement a format migration fills before it takes the table's place.
+    static func createTable(_ entity: Entity, named table: String) -> String {
+        var columns = ["\"_pk\" INTEGER PRIMARY KEY", "\"_version\" INTEGER NOT NULL"]
+        for attribute in entity.attributes {
+            columns.append(quoteIdentifier(attribute.name) + " " + columnType(attribute.type))
+        }
+        for r in entity.foreignKeyRelationships {
+            columns.append(quoteIdentifier(entity.relationships[r].name) + " INTEGER")
+        }
+        return "CREATE TABLE \(table) (\(columns.joined(separator: ", ")))"
+    }
+
+    /// The indexes on `entity`'s table: one per foreign key, its uniqueness constraints, and
+    /// the indexes its description declares.
+    static func createIndexes(_ entity: Entity) -> [String] {
+        var statements: [String] = []
+        // Finding the objects that point at one object (a to-many fault, a delete rule) must
+        // not scan the table: index each foreign key.
+        for r in entity.foreignKeyRelationships {
+            let name = entity.relationships[r].name
+            statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_fk_\(name)")) ON \(entity.table) (\(quoteIdentifier(name)))")
+        }
+        for (i, constraint) in entity.uniquenessConstraints.enumerated() {
+            let list = constraint.map { quoteIdentifier(entity.attributes[$0].name) }.joined(separator: ", ")
+            statements.append("CREATE UNIQUE INDEX \(quoteIdentifier("\(entity.name)_unique_\(i)")) ON \(entity.table) (\(list))")
+        }
+        for (i, index) in entity.indexes.enumerated() {
+            let list = index.map(quoteIdentifier).joined(separator: ", ")
+            statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_index_\(i)")) ON \(entity.table) (\(list))")
+        }
+        return statements
+    }
+
+    /// The column type of an attribute. Plain SQLite types only: a custom collation here would
+    /// make the file unreadable to stock SQLite (`no such collation sequence`). Decimals are
+    /// TEXT that orders bytewise like the numbers (`DecimalStorage`).
     static func columnType(_ type: AttributeType) -> String {
         switch type {
         case .integer16, .integer32, .integer64, .boolean: return "INTEGER"
         case .double, .float, .date: return "REAL"
-        case .string, .uuid, .uri: return "TEXT"
-        case .decimal: return "TEXT COLLATE \(SQLFunctions.decimalCollation)"
+        case .string, .uuid, .uri, .decimal: return "TEXT"
         case .binary: return "BLOB"
         }
     }

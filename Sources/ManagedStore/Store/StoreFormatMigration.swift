@@ -1,0 +1,84 @@
+import Foundation
+
+/// The store's file format, recorded as `format` in its `_metadata` table, and the in-place
+/// upgrade of older formats when a store is opened.
+///
+/// - Format 1 stored a `decimal` as its plain text ("12.5") in a column declared
+///   `TEXT COLLATE MS_DECIMAL`: a custom collation that stock SQLite does not have, so the
+///   file failed `PRAGMA integrity_check`, backups' checks and `.recover` in the `sqlite3` CLI.
+/// - Format 2 stores a `decimal` as order-preserving text (`DecimalStorage`) in a plain TEXT
+///   column: no custom collation or function in any definition.
+enum StoreFormatMigration {
+    /// The format this version writes.
+    static let currentFormat = "2"
+    /// The formats this version opens: older ones are upgraded in place.
+    static let readableFormats = ["1", currentFormat]
+
+    /// The store's recorded format (nil when it records none) when this version reads it;
+    /// otherwise the store is refused.
+    static func readableFormat(_ recorded: String?, path: String) throws(StoreError) -> String {
+        guard let recorded, readableFormats.contains(recorded) else {
+            throw .unsupportedFormat(path: path, format: recorded ?? "none", readable: readableFormats)
+        }
+        return recorded
+    }
+
+    /// Brings a store of a readable `format`, made from `model`, to the current format. Run it
+    /// inside the transaction that opens the store, so that the upgrade is all or nothing.
+    static func upgrade(_ connection: SQLiteConnection, model: ManagedObjectModel, from format: String) throws(StoreError) {
+        guard format != currentFormat else { return }
+        do throws(StoreError) {
+            for entity in model.schema where entity.attributes.contains(where: { $0.type == .decimal }) {
+                try rebuildWithoutCollation(entity, connection)
+            }
+            try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
+                s.bind(.string(currentFormat), at: 1)
+                try s.execute()
+            }
+        } catch {
+            // Say what was under way: a bare "table already exists" on opening a store puzzles.
+            guard case let .sqlite(code, message, sql) = error else { throw error }
+            throw .sqlite(code: code, message: "upgrading the store from format \(format) to \(currentFormat): \(message)", sql: sql)
+        }
+    }
+
+    /// Replaces a format-1 entity table by one made as `StoreSchema` makes it today. SQLite
+    /// cannot change a column's collation in place: create the new table, copy the rows (each
+    /// decimal converted), drop the old table with its indexes, rename the new one, and create
+    /// the indexes again.
+    private static func rebuildWithoutCollation(_ entity: Entity, _ connection: SQLiteConnection) throws(StoreError) {
+        let replacement = quoteIdentifier("_ms_format2_" + entity.name)
+        try connection.execute(StoreSchema.createTable(entity, named: replacement))
+        let names = ["_pk", "_version"] + entity.attributes.map(\.name) + entity.foreignKeyRelationships.map { entity.relationships[$0].name }
+        let columns = names.map(quoteIdentifier).joined(separator: ", ")
+        try connection.execute("INSERT INTO \(replacement) (\(columns)) SELECT \(columns) FROM \(entity.table)")
+        try convertDecimals(entity, from: entity.table, into: replacement, connection)
+        try connection.execute("DROP TABLE \(entity.table)")
+        try connection.execute("ALTER TABLE \(replacement) RENAME TO \(entity.table)")
+        for statement in StoreSchema.createIndexes(entity) { try connection.execute(statement) }
+    }
+
+    /// Rewrites every decimal of `replacement` (copied from `table` as format-1 text) in the
+    /// current encoding, reading the old text as format 1 read it, so that the store holds the
+    /// same values afterwards: text it read as no number (it read those as null) becomes NULL.
+    private static func convertDecimals(_ entity: Entity, from table: String, into replacement: String,
+                                        _ connection: SQLiteConnection) throws(StoreError) {
+        let decimals = entity.attributes.indices.filter { entity.attributes[$0].type == .decimal }
+        let names = decimals.map { quoteIdentifier(entity.attributes[$0].name) }
+        let read = try SQLiteStatement(connection: connection, sql: "SELECT \"_pk\", \(names.joined(separator: ", ")) FROM \(table)")
+        let assignments = names.enumerated().map { "\($1) = ?\($0 + 1)" }.joined(separator: ", ")
+        let write = try SQLiteStatement(connection: connection,
+                                        sql: "UPDATE \(replacement) SET \(assignments) WHERE \"_pk\" = ?\(names.count + 1)")
+        defer { read.reset() }
+        let posix = Locale(identifier: "en_US_POSIX")
+        while try read.step() {
+            for i in names.indices {
+                let column = Int32(i + 1)
+                let value = read.isNull(column) ? nil : Decimal(string: read.text(column), locale: posix)
+                write.bind(value.map(AttributeValue.decimal) ?? .null, at: Int32(i + 1))
+            }
+            write.bind(read.int64(0), at: Int32(names.count + 1))
+            try write.execute()
+        }
+    }
+}
