@@ -67,6 +67,33 @@ struct ReaderSnapshotTests {
         #expect(try Self.truncatingCheckpointIsBusy(container) == false)
     }
 
+    @Test("a read between every two commits does not keep the WAL from being emptied: it stays under 16 MiB")
+    func walBoundedWithReadsBetweenCommits() throws {
+        // Each read leaves its reader idle with a snapshot of the latest commit; SQLite's own
+        // checkpoint, inside the next COMMIT, could never copy back that commit's frames, so the
+        // WAL never restarted and grew by every commit (tens of MB over this loop).
+        let (store, container, writer, _) = try Self.seeded(readers: 2)
+        defer { withExtendedLifetime(store) {} }
+        let reader = container.newBackgroundContext(name: "reader")
+        var largest: Int64 = 0
+        for round in 0..<6_000 {
+            let id: ManagedObjectID = try writer.performAndWait {
+                let task = writer.insertNewObject(forEntityName: "Task")
+                task.setValue("round \(round) " + String(repeating: "x", count: 200), forKey: "title")
+                try writer.save()
+                writer.reset()
+                return task.objectID
+            }
+            let seen = try reader.performAndWait { try reader.withStoredObject(id) { $0.version } }
+            #expect(seen == 1)
+            largest = max(largest, container.coordinator.walSize)
+        }
+        #expect(largest < 16 << 20, "the WAL reached \(largest) bytes")
+        // And at the end a checkpoint empties it.
+        try container.coordinator.checkpoint()
+        #expect(container.coordinator.walSize == 0)
+    }
+
     @Test("with the file memory-mapped, reads see every save, also after a checkpoint moved it into the file")
     func memoryMappedReadsSeeCheckpointedSaves() throws {
         let (store, container, writer, task) = try Self.seeded(readers: 2)

@@ -147,8 +147,7 @@ public final class PersistentStoreCoordinator: Sendable {
             // Idle readers' snapshots end first: a WAL still in use cannot be emptied
             // (WriteAheadLog.swift). A checkpoint that fails leaves the WAL as it was, every
             // change in it safe; the next commit tries again.
-            readers?.endIdleSnapshots()
-            _ = try? wal.truncate(connection)
+            _ = try? wal.truncate(connection) { readers?.endIdleSnapshots() }
         }
     }
 
@@ -161,8 +160,7 @@ public final class PersistentStoreCoordinator: Sendable {
         let emptied: Bool
         do {
             emptied = try writer.withConnection { connection in
-                readers?.endIdleSnapshots()
-                return try wal.truncate(connection, waitMilliseconds: SQLiteConnection.busyTimeoutMilliseconds)
+                try wal.truncate(connection, waitMilliseconds: SQLiteConnection.busyTimeoutMilliseconds) { readers?.endIdleSnapshots() }
             }
         } catch {
             throw StoreError(wrapping: error)

@@ -42,18 +42,29 @@ final class WriteAheadLog: @unchecked Sendable {
     /// Whether the WAL has grown enough since the last checkpoint to run one.
     var needsCheckpoint: Bool { frames >= checkpointFrames }
 
-    /// Copies every committed frame into the database and empties the WAL, waiting up to
-    /// `waitMilliseconds` for readers that still use it. Returns whether it emptied the WAL;
-    /// false (busy) leaves everything as it was, to be tried again.
+    /// Copies every committed frame into the database and empties the WAL, retrying for up to
+    /// `waitMilliseconds` while readers still use it. Before each try `releaseReaders` ends
+    /// the snapshots of idle readers (a reader that finishes a read while this waits would
+    /// otherwise keep its snapshot, as no commit ended it). Returns whether it emptied the
+    /// WAL; false (busy) leaves everything as it was, to be tried again.
     @discardableResult
-    func truncate(_ connection: SQLiteConnection, waitMilliseconds: Int32? = nil) throws(StoreError) -> Bool {
-        sqlite3_busy_timeout(connection.handle, waitMilliseconds ?? readerWaitMilliseconds)
+    func truncate(_ connection: SQLiteConnection, waitMilliseconds: Int32? = nil, releaseReaders: () -> Void) throws(StoreError) -> Bool {
+        // No busy handler: SQLite's sleeps grow to tens of milliseconds, and the readers'
+        // moments of rest are shorter. Polling every half millisecond catches them.
+        sqlite3_busy_timeout(connection.handle, 0)
         defer { sqlite3_busy_timeout(connection.handle, SQLiteConnection.busyTimeoutMilliseconds) }
-        var logFrames: Int32 = 0, copied: Int32 = 0
-        let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &logFrames, &copied)
-        if rc == SQLITE_BUSY || rc & 0xFF == SQLITE_BUSY { return false }
-        guard rc == SQLITE_OK else { throw connection.error(rc, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
-        frames = 0
-        return true
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(0, waitMilliseconds ?? readerWaitMilliseconds)) * 1_000_000
+        while true {
+            releaseReaders()
+            var logFrames: Int32 = 0, copied: Int32 = 0
+            let rc = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &logFrames, &copied)
+            if rc == SQLITE_OK {
+                frames = 0
+                return true
+            }
+            guard rc & 0xFF == SQLITE_BUSY else { throw connection.error(rc, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+            guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
+            usleep(500)
+        }
     }
 }

@@ -113,10 +113,13 @@ public final class HTTPServer: @unchecked Sendable {
         lock.lock()
         let grace = DispatchTime.now() + 0.5
         while !suspended.isEmpty && DispatchTime.now() < grace { _ = lock.wait(until: Date(timeIntervalSinceNow: 0.01)) }
-        // Under the lock: no resume can reach MHD while it stops, nor after.
-        if let daemon { MHD_stop_daemon(daemon) }
+        // Once `daemon` is nil no resume calls into MHD (`resume` checks it under the lock), so
+        // none can overlap MHD_stop_daemon. The lock is let go first: MHD's threads call our
+        // callbacks, which take it, until MHD_stop_daemon has joined them.
+        let stopping = daemon
         daemon = nil
         lock.unlock()
+        if let stopping { MHD_stop_daemon(stopping) }
     }
 
     private static func seconds(until deadline: DispatchTime) -> Double {

@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The real `managedstore` executable, started as a process of its own for one test: what a
+/// signal, an exit status or a crash can only be tested on.
+final class ServerProcess: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is set in init and only read afterwards.
+    let process = Process()
+    let directory: URL
+    let port: UInt16
+    private let errors = Pipe()
+    private let errorText = CollectedText()
+
+    enum Failure: Error { case noExecutable(String), noBanner(String) }
+
+    /// The executable built beside the test bundle (`swift build` builds both).
+    static var executable: URL {
+        get throws {
+            let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            for folder in [beside, beside.deletingLastPathComponent()] {
+                let candidate = folder.appendingPathComponent("managedstore")
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            }
+            throw Failure.noExecutable("no managedstore executable beside \(beside.path): run `swift build` first")
+        }
+    }
+
+    /// Starts `serve --demo` on a free port with a store file in a new folder, and waits for
+    /// the start-up line (which must come at once, though stdout is a pipe).
+    init(arguments: [String] = []) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        process.executableURL = try Self.executable
+        process.arguments = ["serve", "--demo", "--store", directory.appendingPathComponent("store.sqlite").path,
+                             "--port", "0", "--durability", "normal"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        errors.fileHandleForReading.readabilityHandler = { [errorText] handle in
+            errorText.append(handle.availableData)
+        }
+        // The banner: "managedstore serving Tracker from ... at http://127.0.0.1:PORT  (...)".
+        var banner = ""
+        let deadline = Date().addingTimeInterval(30)
+        while !banner.contains("\n") && Date() < deadline {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            banner += String(decoding: data, as: UTF8.self)
+        }
+        guard let range = banner.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
+              let port = UInt16(banner[range].split(separator: ":")[1]) else {
+            process.terminate()
+            throw Failure.noBanner("no start-up line with the address: \(banner.prefix(300))")
+        }
+        self.port = port
+        // Keep reading stdout so the server never blocks on a full pipe.
+        output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+    }
+
+    deinit {
+        if process.isRunning { process.terminate() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var storePath: String { directory.appendingPathComponent("store.sqlite").path }
+
+    /// What the process wrote on stderr so far.
+    var stderr: String { errorText.text }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit; nil if it did not within `seconds`.
+    func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+}
+
+/// Text gathered from a pipe on another thread.
+final class CollectedText: @unchecked Sendable {
+    // @unchecked Sendable: `collected` is only touched under `lock`.
+    private let lock = NSLock()
+    private var collected = ""
+    func append(_ data: Data) { lock.lock(); collected += String(decoding: data, as: UTF8.self); lock.unlock() }
+    var text: String { lock.lock(); defer { lock.unlock() }; return collected }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+@testable import ManagedStoreServer
+
+/// The store file under load: a full disk in the middle of a group commit, the WAL's size, and
+/// the stock sqlite3 CLI reading what the server wrote.
+@Suite("Store limits over HTTP")
+struct StoreLimitsTests {
+    /// `count` writer threads POSTing tasks with unique titles until `stopAfter` refusals or
+    /// `maxRequests` each; returns every title with its status.
+    private func postStorm(_ harness: ServerHarness, threads: Int, maxRequests: Int, titleLength: Int = 16,
+                           stopAfterRefusals: Int = .max) -> [(title: String, status: Int)] {
+        let results = LockedList<(title: String, status: Int)>()
+        let refusals = Counter()
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            guard let client = try? harness.client() else { return }
+            for n in 0..<maxRequests where refusals.value < stopAfterRefusals {
+                let title = "t\(thread)-\(n)-" + String(repeating: "x", count: titleLength)
+                guard let response = try? client.json("POST", "/v1/objects/Task", #"{"title": "\#(title)"}"#) else { return }
+                results.add((title, response.status))
+                if response.status != 201 { refusals.add() }
+            }
+        }
+        return results.all
+    }
+
+    private func storedTitles(_ harness: ServerHarness) throws -> Set<String> {
+        let context = ManagedObjectContext(coordinator: harness.coordinator, name: "check")
+        return try context.performAndWait {
+            Set(try context.fetch(FetchRequest(entityName: "Task")).compactMap { $0.value("title", as: String.self) })
+        }
+    }
+
+    @Test("a store that fills up inside group commits: each request is answered by what really happened to it")
+    func diskFullInsideGroups() throws {
+        let harness = try ServerHarness(inMemory: false)
+        // Room for a few hundred of these tasks, then SQLITE_FULL.
+        try harness.coordinator.writer.withConnection { connection in
+            let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
+            _ = try connection.scalarInt("PRAGMA max_page_count = \(pages + 120)")
+        }
+        let results = postStorm(harness, threads: 12, maxRequests: 400, titleLength: 1_500, stopAfterRefusals: 200)
+        let created = Set(results.filter { $0.status == 201 }.map(\.title))
+        let refused = results.filter { $0.status != 201 }
+        #expect(created.count > 20, "some writes fit")
+        #expect(!refused.isEmpty, "the store filled up")
+        #expect(refused.allSatisfy { $0.status == 503 }, "\(Set(refused.map(\.status)))")
+        #expect(try storedTitles(harness) == created, "stored exactly what was answered 201")
+        #expect(try harness.coordinator.checkIntegrity().isEmpty)
+        // With room again, writes go on.
+        try harness.coordinator.writer.withConnection { connection in _ = try connection.scalarInt("PRAGMA max_page_count = 1000000") }
+        #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "after"}"#).status == 201)
+    }
+
+    @Test("the WAL stays under 16 MiB through 20,000 POST+GET pairs from concurrent clients")
+    func walBounded() throws {
+        let harness = try ServerHarness(inMemory: false)
+        let largest = Maximum()
+        let done = Counter()
+        let sampler = Thread {
+            while done.value == 0 {
+                largest.offer(Int(harness.coordinator.walSize))
+                usleep(5_000)
+            }
+        }
+        sampler.start()
+        let pairs = Counter()
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            guard let client = try? harness.client() else { return }
+            for n in 0..<2_500 {
+                guard let created = try? client.json("POST", "/v1/objects/Task", #"{"title": "w\#(thread)-\#(n)"}"#),
+                      let id = created.json?["_id"] as? String,
+                      let read = try? client.request("GET", "/v1/objects/\(id)"), read.status == 200 else { return }
+                pairs.add()
+            }
+        }
+        done.add()
+        #expect(pairs.value == 20_000)
+        let limit = 16 << 20
+        #expect(largest.value < limit, "the WAL reached \(largest.value) bytes")
+        #expect(harness.coordinator.walSize < limit)
+        let health = try harness.request("GET", "/v1/healthz")
+        #expect((health.json?["walBytes"] as? Int).map { $0 < limit } == true)
+    }
+}
+
+/// The largest value offered, from any thread.
+final class Maximum: @unchecked Sendable {
+    // @unchecked Sendable: `largest` is only touched under `lock`.
+    private let lock = NSLock()
+    private var largest = 0
+    func offer(_ value: Int) { lock.lock(); largest = max(largest, value); lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return largest }
+}
