@@ -1,0 +1,94 @@
+/// A regular expression compiled for whole-string matching in time linear in the text.
+///
+/// MATCHES predicates and model `pattern` rules come from clients, and a backtracking engine
+/// (ICU, behind NSRegularExpression) takes exponential time on patterns such as `(a+)+b`,
+/// inside an SQLite function that cannot be interrupted. This engine never backtracks: the
+/// pattern compiles to a program for a Thompson NFA, and `LinearRegexMatcher` runs every
+/// possible thread in lock step (a Pike VM without captures), visiting each instruction at most
+/// once per text position. Matching costs O(text length × program size), and the program size is
+/// capped at `instructionLimit`, so every match is bounded whatever the pattern.
+///
+/// The syntax and meaning are ICU's (what NSPredicate MATCHES uses) for the subset that a
+/// non-backtracking engine can run: `LinearRegexParser` documents it, and refuses the rest with
+/// a `LinearRegexError` naming the construct. Only match / no-match is computed: groups do not
+/// capture, and lazy quantifiers match the same strings as greedy ones.
+///
+/// The program is immutable once built, so one instance is safely shared by every thread.
+struct LinearRegex: Sendable {
+    /// The most instructions a compiled pattern may have. Counted repetition copies its
+    /// operand (`(abc){1000}` is 3,000 instructions), so this also bounds `{n,m}`.
+    static let instructionLimit = 10_000
+    /// The deepest group nesting accepted. The parser keeps its own stack, so this is not about
+    /// the call stack: it refuses absurd input early instead of carrying it.
+    static let nestingLimit = 500
+    /// The largest `n` or `m` in `{n,m}`.
+    static let countLimit = instructionLimit
+
+    /// One step of the program. Jumps are relative to the instruction's own index, so a
+    /// fragment of program can be copied or appended anywhere unchanged.
+    enum Instruction: Equatable, Sendable {
+        /// Consumes this exact scalar.
+        case scalar(Unicode.Scalar)
+        /// Consumes a scalar whose fold key (`LinearRegexCaseFolding.key`) is this one.
+        case foldedScalar(Unicode.Scalar)
+        /// Consumes a scalar in `sets[index]`.
+        case set(Int)
+        /// Consumes nothing; continues only where the assertion holds.
+        case assert(Assertion)
+        /// Continues at both offsets.
+        case split(Int, Int)
+        /// Continues at the offset.
+        case jump(Int)
+        /// The end of the program: a match if the whole text has been consumed.
+        case match
+    }
+
+    /// Zero-width conditions on the position and the scalars around it.
+    enum Assertion: Equatable, Sendable {
+        /// `^` (without `m`), `\A`, `\G`: the start of the text.
+        case startOfText
+        /// `\z`: the end of the text.
+        case endOfText
+        /// `$` (without `m`), `\Z`: the end, or before a line terminator (or CR LF) that ends the text.
+        case endOfTextOrBeforeFinalTerminator
+        /// `^` with `m`: the start, or after a line terminator, except at the very end.
+        case startOfLine
+        /// `$` with `m`: the end, or before a line terminator (not between CR and LF).
+        case endOfLine
+        /// `\b`, `\B`.
+        case wordBoundary, notWordBoundary
+        /// Not before a line feed: lets `\R` and `(?s).` take CR LF as one unit, as ICU does.
+        case notBeforeLineFeed
+    }
+
+    let instructions: [Instruction]
+    let sets: [LinearRegexScalarSet]
+    /// Whether the matcher must compute fold keys of the text.
+    let usesFolding: Bool
+    /// Whether the matcher must track word characters for `\b` and `\B`.
+    let usesWordBoundaries: Bool
+
+    init(instructions: [Instruction], sets: [LinearRegexScalarSet]) {
+        self.instructions = instructions
+        self.sets = sets
+        usesFolding = instructions.contains { if case .foldedScalar = $0 { return true } else { return false } }
+        usesWordBoundaries = instructions.contains { $0 == .assert(.wordBoundary) || $0 == .assert(.notWordBoundary) }
+    }
+
+    /// Compiles `pattern`; `caseInsensitive` is the initial `(?i)`.
+    init(_ pattern: String, caseInsensitive: Bool = false) throws(LinearRegexError) {
+        var parser = LinearRegexParser(pattern, caseInsensitive: caseInsensitive)
+        self = try parser.parse()
+    }
+
+    /// Whether the pattern matches all of `text` (not a part of it).
+    func matchesWhole(_ text: String) -> Bool {
+        LinearRegexMatcher(self).run(Array(text.unicodeScalars)).matched
+    }
+
+    /// The answer and the number of VM steps it took (instructions visited): a deterministic
+    /// measure of the work, for tests that check it grows linearly with the text.
+    func matchCountingSteps(_ text: String) -> (matched: Bool, steps: Int) {
+        LinearRegexMatcher(self).run(Array(text.unicodeScalars))
+    }
+}
