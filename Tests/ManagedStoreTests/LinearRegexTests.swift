@@ -289,4 +289,181 @@ struct LinearRegexTests {
         // The sampled strings make matches common enough for the comparison to mean something.
         #expect(matched > compared / 5, "only \(matched) of \(compared) texts matched")
     }
+
+    // MARK: Hostile patterns
+
+    static let a10k = String(repeating: "a", count: 10_000)
+
+    /// Patterns that take exponential time in a backtracking engine, against 10,000 characters.
+    static let hostile: [Case] = [
+        c("(a+)+b", a10k, false), c("(a|a)*b", a10k, false), c("(a*)*b", a10k, false), c("(a|aa)+b", a10k, false),
+        c("(.*a){20}", a10k, true), c("(.*a){20}", String(repeating: "a", count: 9_999) + "b", false),
+        c("(a+)+", a10k, true), c("(a|aa)+$", a10k, true), c("(?i)(A+A+)+B", a10k, false),
+        c("(\\w+\\s?)+$", String(repeating: "word ", count: 2_000) + "!", false),
+        c("^(([a-z])+.)+[A-Z]([a-z])+$", a10k + "!", false), c("(a?){50}a{50}", String(repeating: "a", count: 50), true),
+        c("(a?){50}a{50}", a10k, false), c("(?s)(.*)*x", String(repeating: "ab\r\n", count: 2_500), false),
+        c("(\\b\\w+\\b\\W*)*z", String(repeating: "ab cd ", count: 1_700), false),
+    ]
+
+    @Test("hostile patterns finish on 10,000 characters", arguments: hostile)
+    func hostilePatterns(_ c: Case) throws {
+        let regex = try LinearRegex(c.pattern, caseInsensitive: c.caseInsensitive)
+        let (matched, steps) = regex.matchCountingSteps(c.text)
+        #expect(matched == c.matches)
+        // The Pike VM's bound: each instruction at most once per position, plus one step per
+        // live thread per position to consume.
+        let bound = 2 * (c.text.unicodeScalars.count + 1) * regex.instructions.count
+        #expect(steps <= bound, "\(steps) steps, bound \(bound)")
+    }
+
+    /// Work, counted in VM steps (deterministic, unlike time), doubles when the text doubles.
+    @Test("the step count grows linearly with the text", arguments: ["(a+)+b", "(a|a)*b", "(a*)*b", "(.*a){20}", "(x+x+)+y", "(?i)(\\w|[a-z]|\\p{L})*\\d"])
+    func stepsGrowLinearly(_ pattern: String) throws {
+        let regex = try LinearRegex(pattern)
+        let letter = pattern.contains("x") ? "x" : "a"
+        let small = regex.matchCountingSteps(String(repeating: letter, count: 2_000)).steps
+        let large = regex.matchCountingSteps(String(repeating: letter, count: 4_000)).steps
+        let ratio = Double(large) / Double(small)
+        #expect(ratio > 1.9 && ratio < 2.1, "\(small) then \(large) steps: ratio \(ratio)")
+    }
+
+    /// The same hostile pattern through a fetch, where it runs inside SQLite (`ms_strop`).
+    @Test("a hostile MATCHES fetch over a long title finishes")
+    func hostileFetch() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try Fixtures.seedProject(context, name: "P", taskTitles: [Self.a10k, "aab", "b"])
+        try context.performAndWait {
+            for (pattern, count) in [("(a+)+b", 1), ("(a|a)*b", 2), ("(a*)*c", 0), ("(.*a){20}", 1)] {
+                let request = FetchRequest(entityName: "Task", predicate: .key("title").matches(pattern))
+                let found = try context.count(for: request)
+                #expect(found == count, "\(pattern)")
+            }
+        }
+    }
+
+    // MARK: Refusals
+
+    static func error(_ pattern: String) -> LinearRegexError? {
+        do {
+            _ = try LinearRegex(pattern)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static let refused: [(String, LinearRegexError.Kind, Int)] = [
+        ("(a)\\1", .backreference("\\1"), 3), ("(?<n>a)\\k<n>", .backreference("\\k"), 7),
+        ("(?=a)a", .lookahead, 0), ("a(?!b)", .lookahead, 1), ("(?<=a)b", .lookbehind, 0), ("(?<!a)b", .lookbehind, 0),
+        ("(?>a+)", .atomicGroup, 0), ("a*+", .possessiveQuantifier, 1), ("a++", .possessiveQuantifier, 1),
+        ("a?+", .possessiveQuantifier, 1), ("a{2}+", .possessiveQuantifier, 1),
+        ("(?w)a", .unsupportedFlag("w"), 2), ("(?P<n>a)", .unsupportedGroup("(?P"), 0), ("(?(1)a|b)", .unsupportedGroup("(?("), 0),
+        ("(?|a)", .unsupportedGroup("(?|"), 0), ("(?'n'a)", .unsupportedGroup("(?'"), 0),
+        ("\\X", .unsupportedEscape("\\X (grapheme clusters)"), 0), ("\\N{LATIN SMALL LETTER A}", .unsupportedEscape("\\N{...} (character names)"), 0),
+        ("[\\b]", .unsupportedEscape("\\b inside [...]"), 1), ("\\p{Greek}", .unsupportedProperty("Greek"), 0), ("\\pL", .malformedEscape("\\p"), 0),
+        ("[a&&b]", .setOperation("&&"), 2), ("[a-c--b]", .setOperation("--"), 4), ("[[a]]", .nestedSet, 1), ("[:alpha:]", .posixClass, 0),
+        ("\\y", .unknownEscape("\\y"), 0), ("a\\E", .unknownEscape("\\E without \\Q"), 1), ("\\", .trailingBackslash, 0),
+        ("a**", .quantifierAfterQuantifier, 2), ("a{1}*", .quantifierAfterQuantifier, 4), ("*a", .nothingToRepeat, 0),
+        ("a|*", .nothingToRepeat, 2), ("\\b*", .nothingToRepeat, 2), ("(?i)*", .nothingToRepeat, 4),
+        ("a{", .malformedInterval, 1), ("a{,3}", .malformedInterval, 1), ("a{1,2", .malformedInterval, 1), ("a{3,2}", .intervalOutOfOrder(min: 3, max: 2), 1),
+        ("}", .unescapedClosingBrace, 0), ("(abc", .missingClosingParenthesis, 0), ("a(b(c)", .missingClosingParenthesis, 1),
+        ("abc)", .unmatchedClosingParenthesis, 3), ("[a-", .unclosedSet, 0), ("[]", .unclosedSet, 0), ("[z-a]", .invalidRange("z", "a"), 2),
+        ("\\x{110000}", .malformedEscape("\\x{ (not a Unicode scalar)"), 0), ("\\x{D800}", .malformedEscape("\\x{ (not a Unicode scalar)"), 0),
+        ("\\u12", .malformedEscape("\\u"), 0), ("\\0", .malformedEscape("\\0"), 0), ("(?<1>a)", .malformedGroupName, 0),
+        ("(?<n>a)(?<n>b)", .duplicateGroupName("n"), 7), ("(?#x", .unclosedComment, 0), ("(?)", .emptyFlagGroup, 0),
+    ]
+
+    @Test("unsupported and malformed patterns are refused with the construct and its position")
+    func refusals() {
+        for (pattern, kind, position) in Self.refused {
+            #expect(Self.error(pattern) == LinearRegexError(kind: kind, position: position), "\(pattern.debugDescription)")
+        }
+    }
+
+    @Test("giant counts, deep nesting and huge programs are refused, never a crash")
+    func limits() {
+        let count = LinearRegex.countLimit, size = LinearRegex.instructionLimit, depth = LinearRegex.nestingLimit
+        #expect(Self.error("a{99999999999999999999}")?.kind == .countTooLarge(limit: count))
+        #expect(Self.error("a{1,99999999999999999999}")?.kind == .countTooLarge(limit: count))
+        #expect(Self.error("a{\(count + 1)}")?.kind == .countTooLarge(limit: count))
+        #expect(Self.error("(?:){\(count + 1),}")?.kind == .countTooLarge(limit: count))
+        #expect(Self.error(String(repeating: "(", count: 100_000))?.kind == .nestingTooDeep(limit: depth))
+        #expect(Self.error(String(repeating: "(?:", count: 100_000) + "a" + String(repeating: ")", count: 100_000))?.kind == .nestingTooDeep(limit: depth))
+        #expect(Self.error(String(repeating: ")", count: 100_000))?.kind == .unmatchedClosingParenthesis)
+        #expect(Self.error(String(repeating: "[", count: 100_000))?.kind == .nestedSet)
+        #expect(Self.error(String(repeating: "a*", count: 3_000)) == nil)
+        #expect(Self.error(String(repeating: "a", count: 20_000))?.kind == .programTooLarge(limit: size))
+        #expect(Self.error("((a{100}){100}){100}")?.kind == .programTooLarge(limit: size))
+        #expect(Self.error("(?:a{1000}){11}")?.kind == .programTooLarge(limit: size))
+        #expect(Self.error("[a-z]{5000}[a-z]{5000}")?.kind == .programTooLarge(limit: size))
+        #expect(Self.error("(a|b|c|d){3000}")?.kind == .programTooLarge(limit: size))
+        #expect(Self.error("(x{9000}|(y{9000}|z))")?.kind == .programTooLarge(limit: size))
+        // Just inside the limits: accepted, and they run.
+        let nested = String(repeating: "(", count: depth - 1) + "a" + String(repeating: ")", count: depth - 1)
+        #expect((try? LinearRegex(nested))?.matchesWhole("a") == true)
+        #expect((try? LinearRegex("a{9000}"))?.matchesWhole(String(repeating: "a", count: 9_000)) == true)
+        #expect((try? LinearRegex("(?:){\(count)}"))?.matchesWhole("") == true)
+    }
+
+    @Test("the error message names the problem and its offset")
+    func errorMessages() {
+        #expect(Self.error("(a)\\1")?.description == "backreferences (\\1) are not supported (at offset 3)")
+        #expect(Self.error("a{3,2}")?.description == "{3,2}: the maximum is below the minimum (at offset 1)")
+        #expect(Self.error("a{20000}")?.description == "repetition count above the limit of 10000 (at offset 1)")
+        #expect(Self.error("[z-a]")?.description == "invalid range z-a in [...] (at offset 2)")
+    }
+
+    /// A refused MATCHES is an invalid predicate (a 400 over HTTP) whose message says why.
+    @Test("a refused MATCHES pattern makes an invalid predicate that says why", arguments: [
+        ("(a)\\1", "backreferences"), ("(?=x)", "lookahead"), ("a++", "possessive"), ("\\X", "\\X"), ("a{99999}", "limit of 10000"),
+    ])
+    func refusedMatchesPredicate(_ pattern: String, _ reason: String) throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        context.performAndWait {
+            do {
+                _ = try context.compiledSQL(for: FetchRequest(entityName: "Task", predicate: .key("title").matches(pattern)))
+                Issue.record("\(pattern) was accepted")
+            } catch let error as FetchError {
+                guard case .invalidPredicate(let message) = error else {
+                    Issue.record("\(pattern): \(error)")
+                    return
+                }
+                #expect(message.contains(reason) && message.contains("MATCHES"), "\(message)")
+            } catch {
+                Issue.record("\(pattern): \(error)")
+            }
+        }
+    }
+
+    @Test("a refused model pattern is a model problem that says why")
+    func refusedModelPattern() {
+        let problems: [String]
+        do {
+            _ = try ManagedObjectModel(name: "M", entities: [
+                EntityDescription(name: "Item", attributes: [AttributeDescription(name: "code", type: .string, pattern: "(?<=x)y")]),
+            ])
+            problems = []
+        } catch {
+            problems = ["\(error)"]
+        }
+        #expect(problems.count == 1 && problems[0].contains("lookbehind"), "\(problems)")
+    }
+
+    // MARK: Case folding
+
+    @Test("fold keys: simple folding, one key per case class")
+    func foldKeys() {
+        let key = LinearRegexCaseFolding.key
+        #expect(key("A") == "a" && key("a") == "a")
+        #expect(key("\u{212A}") == "k" && key("\u{17F}") == "s")
+        #expect(key("\u{3A3}") == "\u{3C3}" && key("\u{3C2}") == "\u{3C3}")
+        #expect(key("\u{1C4}") == "\u{1C6}" && key("\u{1C5}") == "\u{1C6}")
+        #expect(key("\u{131}") == "\u{131}" && key("\u{130}") == "\u{130}")
+        #expect(key("\u{DF}") == "\u{DF}" && key("\u{1E9E}") == "\u{DF}")
+        #expect(key("\u{13A0}") == key("\u{AB70}"))
+        #expect(Set(LinearRegexCaseFolding.equivalents(of: "k")) == ["k", "K", "\u{212A}"])
+        #expect(Set(LinearRegexCaseFolding.equivalents(of: "1")) == ["1"])
+    }
 }
