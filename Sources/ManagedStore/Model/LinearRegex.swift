@@ -67,10 +67,20 @@ struct LinearRegex: Sendable {
     let usesFolding: Bool
     /// Whether the matcher must track word characters for `\b` and `\B`.
     let usesWordBoundaries: Bool
+    /// Each set's answers for the 128 ASCII scalars, two words per set (bit `c` of word
+    /// `2 × set + c / 64`): most text is ASCII, and a bit test beats asking Unicode properties.
+    let asciiBitmaps: [UInt64]
 
     init(instructions: [Instruction], sets: [LinearRegexScalarSet]) {
         self.instructions = instructions
         self.sets = sets
+        var bitmaps = [UInt64](repeating: 0, count: 2 * sets.count)
+        for (index, set) in sets.enumerated() {
+            for value in 0..<128 where set.contains(Unicode.Scalar(UInt8(value))) {
+                bitmaps[2 * index + value / 64] |= 1 << UInt64(value % 64)
+            }
+        }
+        asciiBitmaps = bitmaps
         usesFolding = instructions.contains { if case .foldedScalar = $0 { return true } else { return false } }
         usesWordBoundaries = instructions.contains { $0 == .assert(.wordBoundary) || $0 == .assert(.notWordBoundary) }
     }
@@ -83,12 +93,21 @@ struct LinearRegex: Sendable {
 
     /// Whether the pattern matches all of `text` (not a part of it).
     func matchesWhole(_ text: String) -> Bool {
-        LinearRegexMatcher(self).run(Array(text.unicodeScalars)).matched
+        LinearRegexMatcher(self).run(Self.scalars(of: text)).matched
     }
 
     /// The answer and the number of VM steps it took (instructions visited): a deterministic
     /// measure of the work, for tests that check it grows linearly with the text.
     func matchCountingSteps(_ text: String) -> (matched: Bool, steps: Int) {
-        LinearRegexMatcher(self).run(Array(text.unicodeScalars))
+        LinearRegexMatcher(self).run(Self.scalars(of: text))
+    }
+
+    /// The text's scalars in one pass (`Array(text.unicodeScalars)` counts them first, a
+    /// second pass): the UTF-8 length bounds their number.
+    private static func scalars(of text: String) -> [Unicode.Scalar] {
+        var scalars: [Unicode.Scalar] = []
+        scalars.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars { scalars.append(scalar) }
+        return scalars
     }
 }

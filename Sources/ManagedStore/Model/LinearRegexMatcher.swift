@@ -5,6 +5,10 @@
 /// instruction is visited at most once per position: at most (text length + 1) × program size
 /// steps, whatever the pattern. Nothing here recurses (the epsilon closure uses an explicit
 /// stack), so no text or pattern can exhaust the call stack.
+///
+/// MATCHES runs this once per row inside SQLite, so the loop works on raw buffers: one
+/// allocation per match for all its scratch space, no reference counting per step, and ASCII
+/// set membership as a bit test (`LinearRegex.asciiBitmaps`).
 struct LinearRegexMatcher {
     private let program: LinearRegex
 
@@ -12,73 +16,110 @@ struct LinearRegexMatcher {
 
     /// Whether the program matches all of `text`, and the number of steps taken.
     func run(_ text: [Unicode.Scalar]) -> (matched: Bool, steps: Int) {
-        let code = program.instructions
-        var current = ThreadSet(capacity: code.count)
-        var next = ThreadSet(capacity: code.count)
-        var stack: [Int] = []
-        var steps = 0
-        var context = Context(text: text, usesWordBoundaries: program.usesWordBoundaries)
-        // Set membership is asked once per set and position, however many copies of the set
-        // the program holds (`[a-z]{50}` has fifty).
-        var memo = SetMemo(count: program.sets.count)
+        let size = program.instructions.count
+        let setCount = program.sets.count
+        // Scratch: two thread sets (dense + sparse each), the closure stack (each instruction
+        // is entered once per closure and pushes at most two more), and the set memo.
+        let scratch = UnsafeMutablePointer<Int32>.allocate(capacity: 6 * size + 2 + 2 * setCount)
+        scratch.initialize(repeating: 0, count: 6 * size + 2 + 2 * setCount)
+        defer { scratch.deallocate() }
+        var current = ThreadSet(dense: scratch, sparse: scratch + size)
+        var next = ThreadSet(dense: scratch + 2 * size, sparse: scratch + 3 * size)
+        let stack = scratch + 4 * size
+        // Set answers for non-ASCII scalars: asked once per set and position, however many
+        // copies of the set the program holds (`\p{L}{50}` has fifty).
+        let memoPosition = scratch + 6 * size + 2
+        let memoAnswer = memoPosition + setCount
 
-        addThread(0, to: &current, at: context, code: code, stack: &stack, steps: &steps)
-        for position in 0..<text.count {
-            if current.isEmpty { return (false, steps) }
-            let c = text[position]
-            let key = program.usesFolding ? LinearRegexCaseFolding.key(c) : c
-            memo.startPosition()
-            context.advance(past: c)
-            next.removeAll()
-            for pc in current.members {
-                steps += 1
-                let consumed: Bool
-                switch code[pc] {
-                case .scalar(let s): consumed = s == c
-                case .foldedScalar(let k): consumed = k == key
-                case .set(let index): consumed = memo.contains(index, c, program.sets)
-                default: consumed = false
+        return program.instructions.withUnsafeBufferPointer { code in
+            program.sets.withUnsafeBufferPointer { sets in
+                program.asciiBitmaps.withUnsafeBufferPointer { bitmaps in
+                    text.withUnsafeBufferPointer { text in
+                        var steps = 0
+                        var context = Context(text: text, usesWordBoundaries: program.usesWordBoundaries)
+
+                        /// Adds `pc` and everything reachable from it without consuming text (the
+                        /// epsilon closure) to `threads`, at the context's position.
+                        func addThread(_ pc: Int, to threads: inout ThreadSet) {
+                            var top = 0
+                            stack[top] = Int32(pc)
+                            top += 1
+                            while top > 0 {
+                                top -= 1
+                                let pc = Int(stack[top])
+                                guard threads.insert(pc) else { continue }
+                                steps += 1
+                                switch code[pc] {
+                                case .jump(let offset):
+                                    stack[top] = Int32(pc + offset)
+                                    top += 1
+                                case .split(let first, let second):
+                                    // Second pushed first only to explore in pattern order; the
+                                    // order does not change the answer.
+                                    stack[top] = Int32(pc + second)
+                                    stack[top + 1] = Int32(pc + first)
+                                    top += 2
+                                case .assert(let assertion):
+                                    if context.holds(assertion) {
+                                        stack[top] = Int32(pc + 1)
+                                        top += 1
+                                    }
+                                case .scalar, .foldedScalar, .set, .match:
+                                    break
+                                }
+                            }
+                        }
+
+                        addThread(0, to: &current)
+                        for position in 0..<text.count {
+                            if current.count == 0 { return (false, steps) }
+                            let c = text[position]
+                            let ascii = c.value < 0x80
+                            let key = program.usesFolding ? LinearRegexCaseFolding.key(c) : c
+                            context.advance(past: c)
+                            next.removeAll()
+                            for k in 0..<current.count {
+                                let pc = Int(current.dense[k])
+                                steps += 1
+                                let consumed: Bool
+                                switch code[pc] {
+                                case .scalar(let s):
+                                    consumed = s == c
+                                case .foldedScalar(let folded):
+                                    consumed = folded == key
+                                case .set(let index):
+                                    if ascii {
+                                        consumed = bitmaps[2 * index + Int(c.value >> 6)] & (1 << UInt64(c.value & 63)) != 0
+                                    } else if memoPosition[index] == Int32(truncatingIfNeeded: position + 1) {
+                                        consumed = memoAnswer[index] != 0
+                                    } else {
+                                        consumed = sets[index].contains(c)
+                                        memoPosition[index] = Int32(truncatingIfNeeded: position + 1)
+                                        memoAnswer[index] = consumed ? 1 : 0
+                                    }
+                                default:
+                                    consumed = false
+                                }
+                                if consumed { addThread(pc + 1, to: &next) }
+                            }
+                            swap(&current, &next)
+                        }
+                        return (current.contains(size - 1), steps)
+                    }
                 }
-                if consumed { addThread(pc + 1, to: &next, at: context, code: code, stack: &stack, steps: &steps) }
-            }
-            swap(&current, &next)
-        }
-        return (current.contains(code.count - 1), steps)
-    }
-
-    /// Adds `pc` and everything reachable from it without consuming text (the epsilon closure)
-    /// at the context's position.
-    private func addThread(_ pc: Int, to threads: inout ThreadSet, at context: Context, code: [LinearRegex.Instruction],
-                           stack: inout [Int], steps: inout Int) {
-        stack.append(pc)
-        while let pc = stack.popLast() {
-            guard threads.insert(pc) else { continue }
-            steps += 1
-            switch code[pc] {
-            case .jump(let offset):
-                stack.append(pc + offset)
-            case .split(let first, let second):
-                // Pushed second first only to explore in pattern order; the order does not
-                // change the answer, which is whether any thread reaches the end.
-                stack.append(pc + second)
-                stack.append(pc + first)
-            case .assert(let assertion):
-                if context.holds(assertion) { stack.append(pc + 1) }
-            case .scalar, .foldedScalar, .set, .match:
-                break
             }
         }
     }
 
     /// The text position the closure is computed at, with what assertions look at.
     private struct Context {
-        let text: [Unicode.Scalar]
+        let text: UnsafeBufferPointer<Unicode.Scalar>
         let usesWordBoundaries: Bool
         var position = 0
         /// Whether the last scalar before `position` that `\b` does not look through is a word character.
         var previousIsWord = false
 
-        init(text: [Unicode.Scalar], usesWordBoundaries: Bool) {
+        init(text: UnsafeBufferPointer<Unicode.Scalar>, usesWordBoundaries: Bool) {
             self.text = text
             self.usesWordBoundaries = usesWordBoundaries
         }
@@ -135,53 +176,31 @@ struct LinearRegexMatcher {
     }
 
     /// A set of instruction indices with O(1) insert, membership and clear, in insertion order
-    /// (the classic sparse-set of Briggs and Torczon, which needs no initialisation per clear).
+    /// (the sparse set of Briggs and Torczon), over memory owned by `run`.
     private struct ThreadSet {
-        private(set) var members: [Int] = []
-        private var slot: [Int]
+        let dense: UnsafeMutablePointer<Int32>
+        let sparse: UnsafeMutablePointer<Int32>
+        private(set) var count = 0
 
-        init(capacity: Int) {
-            slot = Array(repeating: 0, count: capacity)
-            members.reserveCapacity(capacity)
+        init(dense: UnsafeMutablePointer<Int32>, sparse: UnsafeMutablePointer<Int32>) {
+            self.dense = dense
+            self.sparse = sparse
         }
 
-        var isEmpty: Bool { members.isEmpty }
-
         func contains(_ pc: Int) -> Bool {
-            let i = slot[pc]
-            return i < members.count && members[i] == pc
+            let i = Int(sparse[pc])
+            return i < count && dense[i] == Int32(pc)
         }
 
         /// Inserts `pc`; false if it was already there.
         mutating func insert(_ pc: Int) -> Bool {
             if contains(pc) { return false }
-            slot[pc] = members.count
-            members.append(pc)
+            sparse[pc] = Int32(count)
+            dense[count] = Int32(pc)
+            count += 1
             return true
         }
 
-        mutating func removeAll() { members.removeAll(keepingCapacity: true) }
-    }
-
-    /// Set answers for the current position, invalidated by bumping a generation number.
-    private struct SetMemo {
-        private var generation: [Int]
-        private var answer: [Bool]
-        private var now = 0
-
-        init(count: Int) {
-            generation = Array(repeating: 0, count: count)
-            answer = Array(repeating: false, count: count)
-        }
-
-        mutating func startPosition() { now += 1 }
-
-        mutating func contains(_ index: Int, _ c: Unicode.Scalar, _ sets: [LinearRegexScalarSet]) -> Bool {
-            if generation[index] == now { return answer[index] }
-            let result = sets[index].contains(c)
-            generation[index] = now
-            answer[index] = result
-            return result
-        }
+        mutating func removeAll() { count = 0 }
     }
 }

@@ -12,14 +12,19 @@ import Foundation
 /// `LinearRegex` values it hands out are immutable.
 final class WholeStringRegex: @unchecked Sendable {
     static let shared = WholeStringRegex()
-    private var cache: [String: Result<LinearRegex, LinearRegexError>] = [:]
+    private struct Key: Hashable {
+        let pattern: String
+        let caseInsensitive: Bool
+    }
+
+    private var cache: [Key: Result<LinearRegex, LinearRegexError>] = [:]
     private let lock = NSLock()
     /// Patterns come from clients: the cache starts over when full rather than growing.
     private let limit = 512
 
     /// The compiled pattern, or why it is refused.
     func compiled(_ pattern: String, caseInsensitive: Bool) -> Result<LinearRegex, LinearRegexError> {
-        let key = (caseInsensitive ? "i:" : "s:") + pattern
+        let key = Key(pattern: pattern, caseInsensitive: caseInsensitive)
         lock.lock()
         defer { lock.unlock() }
         if let cached = cache[key] { return cached }
