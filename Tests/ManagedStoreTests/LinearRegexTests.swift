@@ -399,6 +399,15 @@ struct LinearRegexTests {
         #expect(Self.error("[a-z]{5000}[a-z]{5000}")?.kind == .programTooLarge(limit: size))
         #expect(Self.error("(a|b|c|d){3000}")?.kind == .programTooLarge(limit: size))
         #expect(Self.error("(x{9000}|(y{9000}|z))")?.kind == .programTooLarge(limit: size))
+        // Work that {0} throws away still counts, and so do the sets it leaves behind.
+        #expect(Self.error(String(repeating: "(?:a{9000}){0}", count: 100))?.kind == .compileWorkTooLarge(limit: 100 * size))
+        #expect((try? LinearRegex(String(repeating: "(?:a{9000}){0}", count: 5)))?.matchesWhole("") == true)
+        let deepCopies = String(repeating: "(a", count: 400) + String(repeating: "b", count: 5_000) + String(repeating: ")", count: 400)
+        #expect(Self.error(deepCopies)?.kind == .compileWorkTooLarge(limit: 100 * size))
+        let manySets = (0..<(size + 1)).map { "[\\x{\(String(0x100 + $0, radix: 16))}]{0}" }.joined()
+        #expect(Self.error(manySets)?.kind == .programTooLarge(limit: size))
+        // What the pattern cache's budget assumes (12 bytes per instruction).
+        #expect(MemoryLayout<LinearRegex.Instruction>.stride == 12)
         // Just inside the limits: accepted, and they run.
         let nested = String(repeating: "(", count: depth - 1) + "a" + String(repeating: ")", count: depth - 1)
         #expect((try? LinearRegex(nested))?.matchesWhole("a") == true)

@@ -23,22 +23,27 @@ struct LinearRegex: Sendable {
     static let nestingLimit = 500
     /// The largest `n` or `m` in `{n,m}`.
     static let countLimit = instructionLimit
+    /// The most instructions compiling one pattern may write in all, copies included (those
+    /// of counted repetition, and of groups gathering their contents), kept or later discarded:
+    /// compiling stays bounded too, whatever the pattern's length.
+    static let compileWorkLimit = 100 * instructionLimit
 
     /// One step of the program. Jumps are relative to the instruction's own index, so a
-    /// fragment of program can be copied or appended anywhere unchanged.
+    /// fragment of program can be copied or appended anywhere unchanged. Offsets are 32-bit
+    /// (programs are at most `instructionLimit` long), which keeps an instruction at 12 bytes.
     enum Instruction: Equatable, Sendable {
         /// Consumes this exact scalar.
         case scalar(Unicode.Scalar)
         /// Consumes a scalar whose fold key (`LinearRegexCaseFolding.key`) is this one.
         case foldedScalar(Unicode.Scalar)
         /// Consumes a scalar in `sets[index]`.
-        case set(Int)
+        case set(Int32)
         /// Consumes nothing; continues only where the assertion holds.
         case assert(Assertion)
         /// Continues at both offsets.
-        case split(Int, Int)
+        case split(Int32, Int32)
         /// Continues at the offset.
-        case jump(Int)
+        case jump(Int32)
         /// The end of the program: a match if the whole text has been consumed.
         case match
     }

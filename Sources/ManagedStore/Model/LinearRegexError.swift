@@ -54,6 +54,7 @@ struct LinearRegexError: Error, Equatable, Sendable, CustomStringConvertible {
         case countTooLarge(limit: Int)
         case nestingTooDeep(limit: Int)
         case programTooLarge(limit: Int)
+        case compileWorkTooLarge(limit: Int)
     }
 
     let kind: Kind
@@ -96,6 +97,7 @@ struct LinearRegexError: Error, Equatable, Sendable, CustomStringConvertible {
         case .countTooLarge(let limit): return "repetition count above the limit of \(limit)"
         case .nestingTooDeep(let limit): return "groups nested deeper than the limit of \(limit)"
         case .programTooLarge(let limit): return "the compiled pattern exceeds the limit of \(limit) instructions (counted repetition {n,m} copies its operand)"
+        case .compileWorkTooLarge(let limit): return "compiling the pattern writes more than \(limit) instructions in all (counted repetition copies its operand, each enclosing group copies its contents, and copies that {0} discards count too)"
         }
     }
 }

@@ -27,11 +27,11 @@ enum LinearRegexFragments {
                 result += branch
             } else {
                 // split: into this branch, or over it and its jump to the next split.
-                result.append(.split(1, branch.count + 2))
+                result.append(.split(1, Int32(branch.count + 2)))
                 result += branch
                 remaining -= branch.count + 2
                 // The jump lands just past the whole alternation.
-                result.append(.jump(remaining + 1))
+                result.append(.jump(Int32(remaining + 1)))
             }
         }
         return result
@@ -42,7 +42,8 @@ enum LinearRegexFragments {
     static func repetition(_ body: Fragment, min: Int, max: Int?, at position: Int) throws(LinearRegexError) -> Fragment {
         let size = body.count
         // Counts are at most `countLimit` and bodies at most `instructionLimit`, so these
-        // products fit easily in an Int.
+        // products fit easily in an Int; offsets are only made once the total is checked, so
+        // they fit in an Int32.
         let total: Int
         if let max {
             total = size * min + (size + 1) * (max - min)
@@ -55,13 +56,13 @@ enum LinearRegexFragments {
         guard let max else {
             if min == 0 {
                 // L: split(body, exit); body; jump L
-                result.append(.split(1, size + 2))
+                result.append(.split(1, Int32(size + 2)))
                 result += body
-                result.append(.jump(-(size + 1)))
+                result.append(.jump(Int32(-(size + 1))))
             } else {
                 // body × min, the last copy looping back on itself: split(back to its start, exit).
                 for _ in 0..<min { result += body }
-                result.append(.split(-size, 1))
+                result.append(.split(Int32(-size), 1))
             }
             return result
         }
@@ -71,7 +72,7 @@ enum LinearRegexFragments {
         let optional = max - min
         for k in 0..<optional {
             let copiesLeft = optional - k
-            result.append(.split(1, copiesLeft * (size + 1)))
+            result.append(.split(1, Int32(copiesLeft * (size + 1))))
             result += body
         }
         return result
@@ -82,7 +83,7 @@ enum LinearRegexFragments {
     static func crlfUnit(otherSet: Int) -> Fragment {
         [
             .split(1, 3),
-            .set(otherSet),
+            .set(Int32(otherSet)),
             .jump(6),
             .scalar("\r"),
             .split(1, 3),

@@ -51,13 +51,13 @@ struct LinearRegexMatcher {
                                 steps += 1
                                 switch code[pc] {
                                 case .jump(let offset):
-                                    stack[top] = Int32(pc + offset)
+                                    stack[top] = Int32(pc) + offset
                                     top += 1
                                 case .split(let first, let second):
                                     // Second pushed first only to explore in pattern order; the
                                     // order does not change the answer.
-                                    stack[top] = Int32(pc + second)
-                                    stack[top + 1] = Int32(pc + first)
+                                    stack[top] = Int32(pc) + second
+                                    stack[top + 1] = Int32(pc) + first
                                     top += 2
                                 case .assert(let assertion):
                                     if context.holds(assertion) {
@@ -87,7 +87,8 @@ struct LinearRegexMatcher {
                                     consumed = s == c
                                 case .foldedScalar(let folded):
                                     consumed = folded == key
-                                case .set(let index):
+                                case .set(let set):
+                                    let index = Int(set)
                                     if ascii {
                                         consumed = bitmaps[2 * index + Int(c.value >> 6)] & (1 << UInt64(c.value & 63)) != 0
                                     } else if memoPosition[index] == Int32(truncatingIfNeeded: position + 1) {

@@ -15,8 +15,9 @@
 /// Refused with a `LinearRegexError` naming the construct: backreferences, lookaround, atomic
 /// groups, possessive quantifiers, conditionals and other `(?…` forms, flags other than i m s x,
 /// `\X`, `\N{…}`, unknown letter escapes, set operations and nested sets, POSIX `[:name:]`,
-/// counts above `LinearRegex.countLimit`, nesting deeper than `LinearRegex.nestingLimit` and
-/// programs above `LinearRegex.instructionLimit`.
+/// counts above `LinearRegex.countLimit`, nesting deeper than `LinearRegex.nestingLimit`,
+/// programs (or set tables) above `LinearRegex.instructionLimit`, and compilations writing more
+/// than `LinearRegex.compileWorkLimit` instructions. So both compiling and matching are bounded.
 struct LinearRegexParser {
     private typealias Fragment = LinearRegexFragments.Fragment
     private typealias Error = LinearRegexError
@@ -57,9 +58,16 @@ struct LinearRegexParser {
     /// is checked in constant time against the limit.
     private var sizeOfOuterFrames = 0
     private var sets: [LinearRegexScalarSet] = []
+    /// Where each set is in `sets`: equal sets share one entry (and one memo slot when matching).
+    private var setIndices: [LinearRegexScalarSet: Int] = [:]
     private var groupNames: Set<String> = []
     /// Inside `\Q…\E`.
     private var quoting = false
+    /// Instructions written so far (appended, copied by repetition, gathered by a group),
+    /// kept or not. `(?:a{9000}){0}` writes 9,000 instructions and keeps none, and each level
+    /// of `(x(x(…)))` copies what it holds: without this bound, a long pattern made of such
+    /// pieces would cost far more to compile than its program size says.
+    private var work = 0
 
     init(_ pattern: String, caseInsensitive: Bool) {
         self.pattern = Array(pattern.unicodeScalars)
@@ -89,7 +97,7 @@ struct LinearRegexParser {
             switch c {
             case "(": try openGroup(at: start)
             case ")": try closeGroup(at: start)
-            case "|": try alternative()
+            case "|": try alternative(at: start)
             case "*": try quantify(min: 0, max: nil, at: start)
             case "+": try quantify(min: 1, max: nil, at: start)
             case "?": try quantify(min: 0, max: 1, at: start)
@@ -120,16 +128,24 @@ struct LinearRegexParser {
     }
 
     /// Moves the pending atom into the current alternative.
-    private mutating func flushPending() {
+    private mutating func flushPending(at position: Int) throws(LinearRegexError) {
         let last = frames.count - 1
         if let pending = frames[last].pending {
+            try count(work: pending.count, at: position)
             frames[last].current += pending
             frames[last].pending = nil
         }
     }
 
+    private mutating func count(work instructions: Int, at position: Int) throws(LinearRegexError) {
+        work += instructions
+        if work > LinearRegex.compileWorkLimit {
+            throw Error(kind: .compileWorkTooLarge(limit: LinearRegex.compileWorkLimit), position: position)
+        }
+    }
+
     private mutating func addAtom(_ atom: Fragment, repeatable: Bool, at position: Int) throws(LinearRegexError) {
-        flushPending()
+        try flushPending(at: position)
         let last = frames.count - 1
         frames[last].pending = atom
         frames[last].pendingRepeatable = repeatable
@@ -145,21 +161,25 @@ struct LinearRegexParser {
         }
     }
 
-    private mutating func setIndex(_ set: LinearRegexScalarSet) -> Int {
-        if let existing = sets.firstIndex(of: set) { return existing }
+    private mutating func setIndex(_ set: LinearRegexScalarSet, at position: Int) throws(LinearRegexError) -> Int {
+        if let existing = setIndices[set] { return existing }
+        // Sets that `{0}` discards stay in the table: bound it like the program.
+        try LinearRegexFragments.check(sets.count + 1, at: position)
         sets.append(set)
+        setIndices[set] = sets.count - 1
         return sets.count - 1
     }
 
     private mutating func addSet(_ set: LinearRegexScalarSet, at position: Int) throws(LinearRegexError) {
-        try addAtom([.set(setIndex(set))], repeatable: true, at: position)
+        // At most `instructionLimit` sets, so the index fits.
+        try addAtom([.set(Int32(setIndex(set, at: position)))], repeatable: true, at: position)
     }
 
     private mutating func addDot(at position: Int) throws(LinearRegexError) {
         if flags.dotAll {
             var notCR = LinearRegexScalarSet(items: [.range(0x0D, 0x0D)])
             notCR.negated = true
-            try addAtom(LinearRegexFragments.crlfUnit(otherSet: setIndex(notCR)), repeatable: true, at: position)
+            try addAtom(LinearRegexFragments.crlfUnit(otherSet: setIndex(notCR, at: position)), repeatable: true, at: position)
         } else {
             try addSet(.property(.lineTerminator, negated: true), at: position)
         }
@@ -181,6 +201,7 @@ struct LinearRegexParser {
         if frames[last].pendingQuantified { throw Error(kind: .quantifierAfterQuantifier, position: position) }
         // The pending atom is already counted in the total; check the repetition's own size first.
         let repeated = try LinearRegexFragments.repetition(pending, min: min, max: max, at: position)
+        try count(work: repeated.count, at: position)
         frames[last].pending = repeated
         frames[last].pendingQuantified = true
         try LinearRegexFragments.check(sizeOfOuterFrames + frames[last].size, at: position)
@@ -273,7 +294,7 @@ struct LinearRegexParser {
                 index += 1
                 guard letters > 0 else { throw Error(kind: .emptyFlagGroup, position: start) }
                 // Nothing to repeat after a flag group: `(?i)*` is an error, as in ICU.
-                flushPending()
+                try flushPending(at: start)
                 flags = newFlags
                 return
             case ":":
@@ -300,11 +321,13 @@ struct LinearRegexParser {
         guard frames.count > 1 else { throw Error(kind: .unmatchedClosingParenthesis, position: position) }
         let frame = frames.removeLast()
         sizeOfOuterFrames -= frames[frames.count - 1].size
-        try addAtom(try finish(frame, at: position), repeatable: true, at: position)
+        let group = try finish(frame, at: position)
+        try count(work: group.count, at: position)
+        try addAtom(group, repeatable: true, at: position)
     }
 
-    private mutating func alternative() throws(LinearRegexError) {
-        flushPending()
+    private mutating func alternative(at position: Int) throws(LinearRegexError) {
+        try flushPending(at: position)
         let last = frames.count - 1
         frames[last].branches.append(frames[last].current)
         frames[last].branchesSize += frames[last].current.count
@@ -338,7 +361,7 @@ struct LinearRegexParser {
         case .lineBreak:
             // The line terminators but CR, which the unit handles itself.
             let vertical = LinearRegexScalarSet(items: [.range(0x0A, 0x0C), .range(0x85, 0x85), .range(0x2028, 0x2029)])
-            try addAtom(LinearRegexFragments.crlfUnit(otherSet: setIndex(vertical)), repeatable: true, at: start)
+            try addAtom(LinearRegexFragments.crlfUnit(otherSet: setIndex(vertical, at: start)), repeatable: true, at: start)
         case .quote:
             quoting = true
         }

@@ -3,8 +3,8 @@
 ///
 /// Membership is decided per scalar from the standard library's Unicode properties, so no set
 /// is ever expanded into a table, whatever ranges or categories it names.
-struct LinearRegexScalarSet: Equatable, Sendable {
-    enum Item: Equatable, Sendable {
+struct LinearRegexScalarSet: Hashable, Sendable {
+    enum Item: Hashable, Sendable {
         /// The scalars from `low` through `high`.
         case range(UInt32, UInt32)
         /// A property, or its complement (`\D`, `\P{L}`).
@@ -49,7 +49,7 @@ struct LinearRegexScalarSet: Equatable, Sendable {
 }
 
 /// The named sets of the pattern language, with ICU's definitions.
-enum LinearRegexProperty: Equatable, Sendable {
+enum LinearRegexProperty: Hashable, Sendable {
     /// Scalars whose general category is in the mask (bit positions: `categoryBit`).
     case categories(UInt32)
     /// `\d`: decimal digits in any script (Nd).

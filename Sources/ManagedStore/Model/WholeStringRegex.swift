@@ -18,9 +18,12 @@ final class WholeStringRegex: @unchecked Sendable {
     }
 
     private var cache: [Key: Result<LinearRegex, LinearRegexError>] = [:]
+    private var cachedInstructions = 0
     private let lock = NSLock()
-    /// Patterns come from clients: the cache starts over when full rather than growing.
+    /// Patterns come from clients: the cache starts over when it holds this many patterns, or
+    /// this many instructions in all (12 bytes each, so about 12 MB), rather than growing.
     private let limit = 512
+    private let instructionBudget = 1_000_000
 
     /// The compiled pattern, or why it is refused.
     func compiled(_ pattern: String, caseInsensitive: Bool) -> Result<LinearRegex, LinearRegexError> {
@@ -29,8 +32,13 @@ final class WholeStringRegex: @unchecked Sendable {
         defer { lock.unlock() }
         if let cached = cache[key] { return cached }
         let result = Result { () throws(LinearRegexError) in try LinearRegex(pattern, caseInsensitive: caseInsensitive) }
-        if cache.count >= limit { cache.removeAll() }
+        let instructions = (try? result.get())?.instructions.count ?? 0
+        if cache.count >= limit || cachedInstructions + instructions > instructionBudget {
+            cache.removeAll()
+            cachedInstructions = 0
+        }
         cache[key] = result
+        cachedInstructions += instructions
         return result
     }
 
