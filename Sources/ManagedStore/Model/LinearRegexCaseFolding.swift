@@ -33,6 +33,14 @@ enum LinearRegexCaseFolding {
 
     /// Every scalar with the same fold key as `c`, `c` included.
     static func equivalents(of c: Unicode.Scalar) -> [Unicode.Scalar] {
+        if c.value < 0x80 { return asciiEquivalents[Int(c.value)] }
+        return computedEquivalents(of: c)
+    }
+
+    /// Asked 128 times for every case-insensitive set a pattern compiles (its ASCII bitmap).
+    private static let asciiEquivalents: [[Unicode.Scalar]] = (0..<0x80).map { computedEquivalents(of: Unicode.Scalar(UInt8($0))) }
+
+    private static func computedEquivalents(of c: Unicode.Scalar) -> [Unicode.Scalar] {
         let k = key(c)
         guard let others = members[k.value] else { return [k] }
         return [k] + others

@@ -131,13 +131,13 @@ struct LinearRegexParser {
     private mutating func flushPending(at position: Int) throws(LinearRegexError) {
         let last = frames.count - 1
         if let pending = frames[last].pending {
-            try count(work: pending.count, at: position)
+            try addWork(pending.count, at: position)
             frames[last].current += pending
             frames[last].pending = nil
         }
     }
 
-    private mutating func count(work instructions: Int, at position: Int) throws(LinearRegexError) {
+    private mutating func addWork(_ instructions: Int, at position: Int) throws(LinearRegexError) {
         work += instructions
         if work > LinearRegex.compileWorkLimit {
             throw Error(kind: .compileWorkTooLarge(limit: LinearRegex.compileWorkLimit), position: position)
@@ -201,7 +201,7 @@ struct LinearRegexParser {
         if frames[last].pendingQuantified { throw Error(kind: .quantifierAfterQuantifier, position: position) }
         // The pending atom is already counted in the total; check the repetition's own size first.
         let repeated = try LinearRegexFragments.repetition(pending, min: min, max: max, at: position)
-        try count(work: repeated.count, at: position)
+        try addWork(repeated.count, at: position)
         frames[last].pending = repeated
         frames[last].pendingQuantified = true
         try LinearRegexFragments.check(sizeOfOuterFrames + frames[last].size, at: position)
@@ -209,12 +209,12 @@ struct LinearRegexParser {
 
     /// `{n}`, `{n,}`, `{n,m}` after the `{`.
     private mutating func interval(at start: Int) throws(LinearRegexError) -> (Int, Int?) {
-        guard let min = try count(at: start) else { throw Error(kind: .malformedInterval, position: start) }
+        guard let min = try decimalCount(at: start) else { throw Error(kind: .malformedInterval, position: start) }
         var max: Int? = min
         skipInsignificant()
         if peek() == "," {
             index += 1
-            max = try count(at: start)
+            max = try decimalCount(at: start)
         }
         skipInsignificant()
         guard peek() == "}" else { throw Error(kind: .malformedInterval, position: start) }
@@ -225,7 +225,7 @@ struct LinearRegexParser {
 
     /// A decimal count, nil if there are no digits. Refused above `countLimit`; digits are
     /// read whatever their number, with no arithmetic that could overflow.
-    private mutating func count(at start: Int) throws(LinearRegexError) -> Int? {
+    private mutating func decimalCount(at start: Int) throws(LinearRegexError) -> Int? {
         skipInsignificant()
         var value = 0, digits = 0
         while let c = peek(), let digit = Self.digitValue(c, radix: 10) {
@@ -322,7 +322,7 @@ struct LinearRegexParser {
         let frame = frames.removeLast()
         sizeOfOuterFrames -= frames[frames.count - 1].size
         let group = try finish(frame, at: position)
-        try count(work: group.count, at: position)
+        try addWork(group.count, at: position)
         try addAtom(group, repeatable: true, at: position)
     }
 
