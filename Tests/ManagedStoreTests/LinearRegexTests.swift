@@ -283,6 +283,9 @@ struct LinearRegexTests {
                 }
             }
         }
+        if ProcessInfo.processInfo.environment["FUZZ_STATS"] != nil {
+            print("STATS patterns=\(Self.differentialPatterns) refusedByBoth=\(refusedByBoth) compared=\(compared) matched=\(matched)")
+        }
         #expect(disagreements.isEmpty, "\(disagreements.count) disagreements:\n\(disagreements.prefix(40).joined(separator: "\n"))")
         #expect(refusedByBoth < Self.differentialPatterns / 50, "\(refusedByBoth) patterns refused by both")
         #expect(compared + refusedByBoth * Self.textsPerPattern == Self.differentialPatterns * Self.textsPerPattern)
