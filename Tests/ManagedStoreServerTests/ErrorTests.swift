@@ -49,6 +49,28 @@ struct ErrorTests {
         #expect(try harness.coordinator.checkIntegrity() == [])
     }
 
+    /// MATCHES runs on a non-backtracking engine: a pattern that needs backtracking is a 400
+    /// that names the construct, and a pattern that is exponential for a backtracking engine
+    /// answers at once (before, 32 characters of title took a second per pattern).
+    @Test("MATCHES: refused constructs are invalid-predicate with the reason; hostile patterns answer")
+    func matchesPatterns() throws {
+        let harness = try ServerHarness()
+        let title = String(repeating: "a", count: 5_000)
+        #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "\#(title)"}"#).status == 201)
+        for (pattern, reason) in [("(a)\\1", "backreferences"), ("(?<=a)b", "lookbehind"), ("a{1,99999}", "limit of 10000")] {
+            // The predicate's string literal takes `\\` for one backslash.
+            let literal = pattern.replacingOccurrences(of: "\\", with: "\\\\")
+            let response = try harness.request("GET", "/v1/objects/Task?where=\("title MATCHES \"\(literal)\"".queryEncoded)")
+            Self.check(response, 400, "invalid-predicate")
+            #expect((response.json?["detail"] as? String)?.contains(reason) == true, "\(response.text)")
+        }
+        for (pattern, found) in [("(a+)+b", 0), ("(a|a)*b", 0), ("(a+)+", 1)] {
+            let response = try harness.request("GET", "/v1/objects/Task?fields=title&count=true&where=\("title MATCHES \"\(pattern)\"".queryEncoded)")
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.json?["count"] as? Int == found, "\(pattern): \(response.text)")
+        }
+    }
+
     @Test("precondition-required under --require-if-match")
     func requireIfMatch() throws {
         let harness = try ServerHarness { service, _ in service.requireIfMatch = true }

@@ -1,6 +1,6 @@
 // managedstore-bench: ManagedStore against raw SQLite on the same schema, in one run.
 //
-//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only]
+//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only]
 //
 // The ManagedStore insert runs first, so the peak memory read right after it is the
 // library's (on top of the process's start-up), not raw SQLite's.
@@ -11,6 +11,8 @@ var workload = Workload()
 var keepFiles = false
 /// Only the two inserts and their check: the quick loop for profiling the insert path.
 var insertOnly = false
+/// Only the MATCHES engine against NSRegularExpression (no store).
+var regexOnly = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     func number() -> Int {
@@ -24,10 +26,17 @@ while let argument = arguments.popFirst() {
     case "--batch": workload.batchSize = number()
     case "--keep": keepFiles = true
     case "--insert-only": insertOnly = true
+    case "--regex-only": regexOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only]")
+        say("usage: managedstore-bench [--count N (default 1000000)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
+}
+
+if regexOnly {
+    say("MATCHES engine: LinearRegex against NSRegularExpression, whole-string matches per second (best of 3)")
+    RegexBenchmark.report(RegexBenchmark.run(), hostile: RegexBenchmark.hostile())
+    exit(0)
 }
 
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-bench-\(UUID().uuidString)")

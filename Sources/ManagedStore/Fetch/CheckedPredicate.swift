@@ -346,8 +346,8 @@ struct PredicateChecker {
                     sides[i] = .value(v)
                 }
             }
-            if op == .matches, case .value(.attribute(.string(let pattern))) = rhs, !StringOperations.isValidRegex(pattern) {
-                throw .invalidPredicate("MATCHES: '\(pattern)' is not a valid regular expression")
+            if op == .matches, case .value(.attribute(.string(let pattern))) = rhs, let error = StringOperations.regexError(pattern) {
+                throw .invalidPredicate("MATCHES: '\(pattern)' is not a supported regular expression: \(error)")
             }
             return (sides[0], sides[1])
         }

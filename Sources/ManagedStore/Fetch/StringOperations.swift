@@ -66,7 +66,11 @@ enum StringOperations {
         return pi == p.count
     }
 
-    /// Whether `pattern` is a regular expression ICU accepts.
+    /// Whether `pattern` is a regular expression MATCHES accepts (ICU syntax, the subset that
+    /// runs in linear time: see `LinearRegexParser`).
     static func isValidRegex(_ pattern: String) -> Bool { WholeStringRegex.shared.isValid(pattern) }
+
+    /// Why MATCHES refuses `pattern`, nil when it accepts it.
+    static func regexError(_ pattern: String) -> LinearRegexError? { WholeStringRegex.shared.error(pattern) }
 }
 

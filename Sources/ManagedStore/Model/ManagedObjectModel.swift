@@ -175,8 +175,8 @@ struct ModelChecker {
         if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
             problem("'minLength' is greater than 'maxLength'")
         }
-        if let pattern = attribute.pattern, !WholeStringRegex.shared.isValid(pattern) {
-            problem("'pattern' is not a valid regular expression")
+        if let pattern = attribute.pattern, let error = WholeStringRegex.shared.error(pattern) {
+            problem("'pattern' is not a valid regular expression: \(error)")
         }
         return problems
     }

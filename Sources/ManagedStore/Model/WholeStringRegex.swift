@@ -3,47 +3,56 @@ import Foundation
 /// Regular expressions that must match a whole string (a model's `pattern`, MATCHES), compiled
 /// once and shared by every thread.
 ///
-/// Matching the whole string needs anchors around the pattern, `^(?:P)\z` (`$` would allow a final newline); searching and then
-/// comparing ranges is not the same ("a|abc" finds "a" in "abc" first). But anchors written
-/// after P can be swallowed: by a `(?x)` comment running to the end of the line, or by a `\Q`
-/// quote never closed. So when the plain wrapping does not compile, a line break (which ends
-/// a comment and is ignored in (?x) mode) or a `\E` goes before the closing anchor.
+/// They run on `LinearRegex`, in time linear in the text whatever the pattern: the patterns
+/// come from clients, and they also run inside SQLite (`ms_strop`), where a slow match cannot be
+/// interrupted. `LinearRegex` matches the whole string itself, so no anchors are added around
+/// the pattern.
 ///
-/// `@unchecked Sendable`: `cache` is only touched under `lock`, and NSRegularExpression is
-/// immutable once made and documented safe to use from several threads at once.
+/// `@unchecked Sendable`: `cache` is only read and written under `lock`, and the compiled
+/// `LinearRegex` values it hands out are immutable.
 final class WholeStringRegex: @unchecked Sendable {
     static let shared = WholeStringRegex()
-    private var cache: [String: NSRegularExpression?] = [:]
-    private let lock = NSLock()
-    private let limit = 512
+    private struct Key: Hashable {
+        let pattern: String
+        let caseInsensitive: Bool
+    }
 
-    /// The anchored expression for `pattern`, nil when ICU refuses the pattern.
-    func regex(_ pattern: String, caseInsensitive: Bool) -> NSRegularExpression? {
-        let key = (caseInsensitive ? "i:" : "s:") + pattern
+    private var cache: [Key: Result<LinearRegex, LinearRegexError>] = [:]
+    private var cachedInstructions = 0
+    private let lock = NSLock()
+    /// Patterns come from clients: the cache starts over when it holds this many patterns, or
+    /// this many instructions in all (12 bytes each, so about 12 MB), rather than growing.
+    private let limit = 512
+    private let instructionBudget = 1_000_000
+
+    /// The compiled pattern, or why it is refused.
+    func compiled(_ pattern: String, caseInsensitive: Bool) -> Result<LinearRegex, LinearRegexError> {
+        let key = Key(pattern: pattern, caseInsensitive: caseInsensitive)
         lock.lock()
         defer { lock.unlock() }
         if let cached = cache[key] { return cached }
-        let options: NSRegularExpression.Options = caseInsensitive ? [.caseInsensitive] : []
-        var compiled: NSRegularExpression?
-        if (try? NSRegularExpression(pattern: pattern, options: options)) != nil {
-            for closing in [")\\z", "\n)\\z", "\\E)\\z", "\\E\n)\\z"] {
-                if let regex = try? NSRegularExpression(pattern: "^(?:" + pattern + closing, options: options) {
-                    compiled = regex
-                    break
-                }
-            }
+        let result = Result { () throws(LinearRegexError) in try LinearRegex(pattern, caseInsensitive: caseInsensitive) }
+        let instructions = (try? result.get())?.instructions.count ?? 0
+        if cache.count >= limit || cachedInstructions + instructions > instructionBudget {
+            cache.removeAll()
+            cachedInstructions = 0
         }
-        if cache.count >= limit { cache.removeAll() }
-        cache[key] = .some(compiled)
-        return compiled
+        cache[key] = result
+        cachedInstructions += instructions
+        return result
     }
 
-    func isValid(_ pattern: String) -> Bool { regex(pattern, caseInsensitive: false) != nil }
+    /// Why `pattern` is refused, or nil when it is valid.
+    func error(_ pattern: String) -> LinearRegexError? {
+        if case .failure(let error) = compiled(pattern, caseInsensitive: false) { return error }
+        return nil
+    }
 
-    /// Whether the pattern matches all of `text`.
+    func isValid(_ pattern: String) -> Bool { error(pattern) == nil }
+
+    /// Whether the pattern matches all of `text` (false for a refused pattern).
     func matchesWhole(_ text: String, pattern: String, caseInsensitive: Bool = false) -> Bool {
-        guard let regex = regex(pattern, caseInsensitive: caseInsensitive) else { return false }
-        let range = NSRange(text.startIndex..<text.endIndex, in: text)
-        return regex.firstMatch(in: text, options: [], range: range) != nil
+        guard case .success(let regex) = compiled(pattern, caseInsensitive: caseInsensitive) else { return false }
+        return regex.matchesWhole(text)
     }
 }
