@@ -2,14 +2,14 @@ import Foundation
 @testable import ManagedStore
 @testable import ManagedStoreServer
 
-/// A real server on a free loopback port, over the task tracker, for one test.
+/// A real server on a free loopback port, over the task tracker (or `model`), for one test.
 final class ServerHarness: @unchecked Sendable {
     // @unchecked Sendable: every stored property is a constant set in init.
     let server: ManagedStoreServer
     let coordinator: PersistentStoreCoordinator
     let directory: URL?
 
-    init(inMemory: Bool = true, configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
+    init(inMemory: Bool = true, model: ManagedObjectModel = .taskTracker(), configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
         var service = ServiceConfiguration()
         var http = HTTPServer.Configuration()
         http.port = 0
@@ -24,7 +24,7 @@ final class ServerHarness: @unchecked Sendable {
             directory = folder
             store = .sqlite(folder.appendingPathComponent("store.sqlite"), readerCount: service.readContexts, durability: .normal)
         }
-        coordinator = try PersistentStoreCoordinator(model: .taskTracker(), store: store)
+        coordinator = try PersistentStoreCoordinator(model: model, store: store)
         server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
         try server.start()
     }
@@ -50,7 +50,7 @@ final class ServerHarness: @unchecked Sendable {
         let context = ManagedObjectContext(coordinator: coordinator, name: "check")
         return try context.performAndWait {
             var result: [String: Int] = [:]
-            for entity in ["Project", "Task", "Tag"] { result[entity] = try context.count(for: FetchRequest(entityName: entity)) }
+            for entity in coordinator.model.entities.map(\.name) { result[entity] = try context.count(for: FetchRequest(entityName: entity)) }
             return result
         }
     }
