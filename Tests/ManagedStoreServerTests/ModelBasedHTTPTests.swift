@@ -67,7 +67,7 @@ struct ModelBasedHTTPTests {
         let started = Date()
         do {
             let steps = try walk.run()
-            print("model-based walk over \(name): \(steps) steps, \(walk.requests) requests in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, seed \(settings.seed)")
+            print("model-based walk over \(name): \(steps) steps, \(walk.requests) requests in \(String(format: "%.1f", Date().timeIntervalSince(started))) s, seed \(settings.seed); \(walk.summary)")
         } catch let mismatch as ModelMismatch {
             Issue.record(Comment(rawValue: mismatch.description))
         }

@@ -28,7 +28,29 @@ struct WalkSettings {
     var deadline: Date
     var seed: UInt64
     var crashers: Bool
+    /// Checks loosened for triage, so that a known server bug does not hide the next one
+    /// (`MANAGEDSTORE_MODEL_RELAX=name,name`; every check is on by default). See `Relax`.
+    var relax: Set<Relax> = []
     var checkEvery = 10
+
+    enum Relax: String, CaseIterable {
+        /// A relationship value naming an object of the wrong entity may be `invalid-type`.
+        case wrongEntityCode = "wrong-entity-code"
+        /// A transaction's `objects` may leave out objects changed only by inverse maintenance
+        /// or deleted by a cascade.
+        case transactionObjects = "transaction-objects"
+        /// A 422 may list only some of the broken rules (at least one, none unexpected).
+        case allErrors = "all-errors"
+        /// No transaction deletes an object it inserted while a deny relationship of it holds objects.
+        case denyThroughRef = "deny-through-ref"
+        /// Internal temporary IDs are looked for only where an object is named (`object`,
+        /// `conflictingObjects`), not in messages and snapshots.
+        case temporaryIDs = "temporary-ids"
+        /// A 409 may list only some of the conflicts (at least one, none unexpected).
+        case allConflicts = "all-conflicts"
+        /// An error may name an object inserted by the request `Entity/new` (not only by its ref).
+        case newNames = "new-names"
+    }
 
     /// `MANAGEDSTORE_MODEL_STEPS` raises the step count (and lifts the time limit unless
     /// `MANAGEDSTORE_MODEL_SECONDS` is given too); `MANAGEDSTORE_MODEL_SEED` replays a seed;
@@ -41,7 +63,8 @@ struct WalkSettings {
         return WalkSettings(steps: steps ?? defaultSteps,
                             deadline: seconds.isFinite ? Date().addingTimeInterval(seconds) : .distantFuture,
                             seed: environment["MANAGEDSTORE_MODEL_SEED"].flatMap { UInt64($0) } ?? defaultSeed,
-                            crashers: environment["MANAGEDSTORE_MODEL_CRASHERS"] == "1")
+                            crashers: environment["MANAGEDSTORE_MODEL_CRASHERS"] == "1",
+                            relax: Set((environment["MANAGEDSTORE_MODEL_RELAX"] ?? "").split(separator: ",").compactMap { Relax(rawValue: String($0)) }))
     }
 }
 
@@ -68,6 +91,9 @@ final class ModelWalk {
     private var client: RawHTTPClient?
     private var lastUse = Date.distantPast
     private var stopFlag: (() -> Bool)?
+    /// Outcomes seen, by kind ("201", "422", "transaction 200", ...): what the walk exercised.
+    private(set) var outcomes: [String: Int] = [:]
+    var summary: String { outcomes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
 
     init(port: UInt16, model: ManagedObjectModel, name: String, settings: WalkSettings, owner: String = "", cap: Int = 60,
          shouldStop: (() -> Bool)? = nil) {
@@ -77,7 +103,8 @@ final class ModelWalk {
         self.settings = settings
         self.owner = owner
         self.store = ReferenceStore(schema: schema)
-        self.generator = OperationGenerator(schema: schema, seed: settings.seed, owner: owner, cap: cap, crashers: settings.crashers)
+        self.generator = OperationGenerator(schema: schema, seed: settings.seed, owner: owner, cap: cap, crashers: settings.crashers,
+                                            relax: settings.relax)
         self.stopFlag = shouldStop
     }
 
@@ -190,6 +217,15 @@ final class ModelWalk {
     func perform(_ request: RefRequest) throws {
         let prediction = store.predict(request)
         let answer = try send(request)
+        let kind: String
+        switch request {
+        case .transaction: kind = "transaction "
+        case .insert: kind = "POST "
+        case .update(_, _, let replace, _, _): kind = replace ? "PUT " : "PATCH "
+        case .delete: kind = "DELETE "
+        case .get: kind = "GET "
+        }
+        outcomes[kind + String(answer.status), default: 0] += 1
         switch prediction.outcome {
         case .ambiguous(let why):
             throw fail("the generator made a request whose answer the contract leaves open (\(why)): a bug of the test")
@@ -232,8 +268,15 @@ final class ModelWalk {
         for word in ["SQLite", "sqlite3", "INSERT", "UPDATE ", "SELECT "] where answer.text.contains(word) {
             throw fail("a problem body shows the store's internals (\(word))", actual: answer.text)
         }
-        if let range = Self.temporaryID(in: answer.text) {
-            throw fail("a problem body names an internal temporary ID (\(answer.text[range]))", actual: answer.text)
+        var named = answer.text
+        if settings.relax.contains(.temporaryIDs) {
+            let items = (answer.json?["errors"]?.arrayValue ?? []) + (answer.json?["conflicts"]?.arrayValue ?? [])
+            named = items.map { item in
+                ([item["object"] ?? .null] + (item["conflictingObjects"]?.arrayValue ?? [])).map { $0.serialized() }.joined(separator: " ")
+            }.joined(separator: " ")
+        }
+        if let range = Self.temporaryID(in: named) {
+            throw fail("a problem body names an internal temporary ID (\(named[range]))", actual: answer.text)
         }
     }
 
@@ -252,10 +295,11 @@ final class ModelWalk {
         return nil
     }
 
-    private static func nameMatches(_ actual: String?, _ allowed: Set<String>?) -> Bool {
+    private func nameMatches(_ actual: String?, _ allowed: Set<String>?) -> Bool {
         guard let allowed else { return true }
         guard let actual else { return false }
         if allowed.contains(actual) { return true }
+        if settings.relax.contains(.newNames), actual.hasSuffix("/new"), allowed.contains("\(actual.dropLast(4))/*") { return true }
         for pattern in allowed where pattern.hasSuffix("/*") {
             let entity = pattern.dropLast(2)
             if let id = RefID(text: actual), id.entity == entity { return true }
@@ -266,11 +310,13 @@ final class ModelWalk {
     private func checkErrors(_ answer: Answer, expected: [ExpectedError], tolerated: [ExpectedError]) throws {
         guard let list = answer.json?["errors"]?.arrayValue else { throw fail("a 422 answer without \"errors\"", actual: answer.text) }
         let actual = list.map { (object: $0["object"]?.stringValue, property: $0["property"]?.stringValue, code: $0["code"]?.stringValue ?? "?") }
+        let relaxCodes = settings.relax.contains(.wrongEntityCode)
         func matches(_ a: (object: String?, property: String?, code: String), _ e: ExpectedError) -> Bool {
-            a.property == e.property && a.code == e.code && Self.nameMatches(a.object, e.objects)
+            let sameCode = a.code == e.code || relaxCodes && Set([a.code, e.code]) == ["invalid-type", "invalid-relationship"]
+            return a.property == e.property && sameCode && nameMatches(a.object, e.objects)
         }
         let describeActual = actual.map { "\($0.object ?? "-").\($0.property ?? "-"): \($0.code)" }
-        for e in expected where !actual.contains(where: { matches($0, e) }) {
+        for e in expected where !actual.contains(where: { matches($0, e) }) && !(settings.relax.contains(.allErrors) && !actual.isEmpty) {
             throw fail("the 422 misses an error (a 422 lists every broken rule of the write at once)",
                        expected: "\(expected)", actual: "\(describeActual)")
         }
@@ -300,10 +346,12 @@ final class ModelWalk {
                 }
             }
             guard let index else {
+                if settings.relax.contains(.allConflicts) { continue }
                 throw fail("the 409 misses a conflict (or names other objects)", expected: "\(expected)", actual: answer.text)
             }
             unmatched.remove(at: index)
         }
+        if settings.relax.contains(.allConflicts) { return }
         if !unmatched.isEmpty { throw fail("the 409 reports conflicts the reference does not expect", expected: "\(expected)", actual: answer.text) }
     }
 
@@ -464,14 +512,18 @@ final class ModelWalk {
             }
             let mustList = Set(changed.map(map))
             let mayList = mustList.union(w.addressed.filter { w.live[$0] != nil })
-            let missing = mustList.subtracting(listedIDs)
+            var missing = mustList.subtracting(listedIDs)
+            if settings.relax.contains(.transactionObjects) {
+                // Only what the operations addressed or inserted must be listed.
+                missing = missing.filter { id in w.addressed.contains(id) || mapping.values.contains(id) }
+            }
             let extra = listedIDs.subtracting(mayList)
             if !missing.isEmpty || !extra.isEmpty {
                 throw fail("\"objects\" must list exactly the objects whose state the transaction changed (inverse maintenance included)"
                            + (missing.isEmpty ? "" : "; missing \(missing.sorted())") + (extra.isEmpty ? "" : "; not changed: \(extra.sorted())"),
                            expected: "\(mustList.sorted())", actual: "\(listedIDs.sorted())")
             }
-            if listedDeleted != deleted {
+            if listedDeleted != deleted && !(settings.relax.contains(.transactionObjects) && listedDeleted.isSubset(of: deleted)) {
                 throw fail("\"objects\" must list every object the transaction deleted (cascades included) as _deleted, and no other",
                            expected: "\(deleted.sorted())", actual: "\(listedDeleted.sorted())")
             }

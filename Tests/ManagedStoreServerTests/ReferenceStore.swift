@@ -280,8 +280,16 @@ struct Working: Sendable {
     var notFound: String?
     /// The request uses an object it deleted itself earlier: today's server traps on that.
     var usesDeadObject = false
+    /// A relationship value is a ref of an object of another entity: today's server traps on that.
+    var wrongEntityRef = false
+    /// Why the contract leaves the answer open, if it does.
+    var ambiguity: String?
+    /// Whether today's server would stop the process on this request.
+    var crashesToday: Bool { usesDeadObject || wrongEntityRef }
     /// Properties given a value of the wrong kind, per object: not also "missing".
     var wrongKind: Set<String> = []
+    /// A deny rule refuses the delete of an object the request inserted itself.
+    var deniesInserted = false
     /// The request is a single insert (POST of one object): its object has no name in errors.
     var singleInsert = false
 }
@@ -352,6 +360,7 @@ struct ReferenceStore: Sendable {
 
     private func finish(_ input: Working, singleWrite: Bool) -> Prediction {
         var w = input
+        if let why = w.ambiguity { return Prediction(outcome: .ambiguous(why), working: w) }
         if let missing = w.notFound {
             if !w.errors.isEmpty || !w.lockConflicts.isEmpty { return Prediction(outcome: .ambiguous("404 beside other failures"), working: w) }
             return Prediction(outcome: .notFound(missing), working: w)
@@ -375,6 +384,7 @@ struct ReferenceStore: Sendable {
                 let surviving = targets.filter { w.live[$0] != nil }
                 guard !surviving.isEmpty else { continue }
                 w.errors.append(ExpectedError(objects: names(w, id), property: relationship.name, code: "delete-denied"))
+                if id.isTemporary { w.deniesInserted = true }
                 // The objects still pointing at it may be reported too.
                 let inverse = schema.inverse(of: relationship)
                 for holder in surviving {
@@ -476,7 +486,8 @@ struct ReferenceStore: Sendable {
     private func delete(_ w: inout Working, target: RefTarget, version: Int64?) {
         guard let id = resolve(&w, target) else { w.notFound = target.description; return }
         guard w.live[id] != nil else {
-            if w.dead[id] != nil { w.usesDeadObject = true }
+            // A no-op or a 404: the contract does not say.
+            if w.dead[id] != nil { w.ambiguity = "deletes an object the request deleted already" }
             w.notFound = target.description
             return
         }
@@ -588,6 +599,7 @@ struct ReferenceStore: Sendable {
             return .failure(.invalidType)
         }
         if w.dead[id] != nil && id.isTemporary { w.usesDeadObject = true }
+        if id.isTemporary && id.entity != relationship.destination { w.wrongEntityRef = true }
         guard id.entity == relationship.destination, w.live[id] != nil else { return .failure(.invalidRelationship) }
         return .success(id)
     }
