@@ -46,6 +46,8 @@ struct WalkSettings {
         /// Internal temporary IDs are looked for only where an object is named (`object`,
         /// `conflictingObjects`), not in messages and snapshots.
         case temporaryIDs = "temporary-ids"
+        /// No transaction passes a unique value from one object to another.
+        case uniqueShuffle = "unique-shuffle"
         /// A 409 may list only some of the conflicts (at least one, none unexpected).
         case allConflicts = "all-conflicts"
         /// An error may name an object inserted by the request `Entity/new` (not only by its ref).

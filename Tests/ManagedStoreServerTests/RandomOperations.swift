@@ -429,6 +429,7 @@ struct OperationGenerator {
         case 0: if let t = denyThroughRef(store) { return t }
         case 1: if let t = takenUniqueInTransaction(store) { return t }
         case 2: if let t = cascadeInTransaction(store) { return t }
+        case 3: if !relax.contains(.uniqueShuffle), let t = uniqueShuffle(store) { return t }
         default: break
         }
         return randomTransaction(store)
@@ -562,6 +563,29 @@ struct OperationGenerator {
         values += movingRelationships(entity, p)
         operations.append(.insert(entity: entity, ref: newRef(), values: values))
         return (.transaction(operations), "transaction: changes, then an insert of a taken unique value")
+    }
+
+    /// Unique values passed between objects in one transaction: a swap, or one object taking
+    /// the value another gives up (in either order). The final state is valid: 200.
+    private mutating func uniqueShuffle(_ store: ReferenceStore) -> (RefRequest, String)? {
+        let candidates = schema.entities.flatMap { e in
+            e.uniquenessConstraints.filter { $0.count == 1 }.map { (e.name, $0[0]) }
+        }.filter { entity, attribute in store.ids(entity).filter { store[$0]!.attributes[attribute] != .null }.count >= 2 }
+        guard let (entity, attribute) = pick(candidates), let type = schema.attribute(entity, attribute)?.type else { return nil }
+        let holders = store.ids(entity).filter { store[$0]!.attributes[attribute] != .null }
+        let a = pick(holders)!
+        let b = pick(holders.filter { $0 != a })!
+        let valueA = json(store[a]!.attributes[attribute]!, type), valueB = json(store[b]!.attributes[attribute]!, type)
+        if chance(0.5) {
+            return (.transaction([.update(target: .id(a), version: nil, values: [(attribute, valueB)]),
+                                  .update(target: .id(b), version: nil, values: [(attribute, valueA)])]),
+                    "transaction: swap two unique values")
+        }
+        let fresh = validValue(entity, schema.attribute(entity, attribute)!)
+        var operations: [TxOp] = [.update(target: .id(b), version: nil, values: [(attribute, valueA)]),
+                                  .update(target: .id(a), version: nil, values: [(attribute, fresh)])]
+        if chance(0.5) { operations.reverse() }
+        return (.transaction(operations), "transaction: a unique value passed from one object to another")
     }
 
     /// Deletes an object whose cascade relationships hold objects, among other operations.
