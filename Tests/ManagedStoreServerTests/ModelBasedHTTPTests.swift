@@ -11,7 +11,9 @@ import Testing
 /// Runs 3,000 steps per model, or 60 seconds, whichever comes first. Environment:
 /// `MANAGEDSTORE_MODEL_STEPS=N` (N steps, no time limit unless `MANAGEDSTORE_MODEL_SECONDS`),
 /// `MANAGEDSTORE_MODEL_SEED=S` (replay a failure's seed), `MANAGEDSTORE_MODEL_CRASHERS=1`
-/// (also send transactions that use an object they deleted: today they crash the process).
+/// (also send transactions that crash today's server: see `TransactionCrashTests`), and for
+/// triage `MANAGEDSTORE_MODEL_RELAX=name,...` (loosens the named checks so that a known server
+/// bug does not hide the next one; `WalkSettings.Relax` lists them). Every check is on by default.
 @Suite("Model-based HTTP test")
 struct ModelBasedHTTPTests {
     /// The second model: Author 1-n Book n-m Genre, Book 1-n Loan.

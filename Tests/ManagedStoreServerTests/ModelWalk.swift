@@ -46,6 +46,8 @@ struct WalkSettings {
         /// Internal temporary IDs are looked for only where an object is named (`object`,
         /// `conflictingObjects`), not in messages and snapshots.
         case temporaryIDs = "temporary-ids"
+        /// No transaction empties a deny relationship after deleting its object (only before).
+        case denyUnlinkAfter = "deny-unlink-after"
         /// No transaction passes a unique value from one object to another.
         case uniqueShuffle = "unique-shuffle"
         /// A 409 may list only some of the conflicts (at least one, none unexpected).

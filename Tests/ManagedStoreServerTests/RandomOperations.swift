@@ -185,7 +185,10 @@ struct OperationGenerator {
     mutating func relationshipValue(_ relationship: RelationshipDescription, _ pool: Pool) -> JSONValue {
         let candidates = pool.ids[relationship.destination] ?? []
         if relationship.isToMany {
-            return .array(subset(candidates, max: 3).sorted().map { .string(pool.name($0)) })
+            if chance(0.03) { return .null }  // the same as []
+            var items = subset(candidates, max: 3).sorted().map { JSONValue.string(pool.name($0)) }
+            if let first = items.first, chance(0.05) { items.append(first) }  // an ID twice: a set holds it once
+            return .array(items)
         }
         guard let target = pick(candidates), chance(0.85) else { return .null }
         return .string(pool.name(target))
@@ -200,6 +203,7 @@ struct OperationGenerator {
         let chosen = pick(bad)!
         if relationship.isToMany {
             if chance(0.15) { return .string(pool.name(pool.ids[relationship.destination]?.first ?? RefID(relationship.destination, 1))) }
+            if chance(0.1) { return pick([.array([.null]), .array([.number("5")]), .object([])])! }
             let valid = subset(pool.ids[relationship.destination] ?? [], max: 2).map { JSONValue.string(pool.name($0)) }
             return .array(valid + [chosen])
         }
@@ -309,6 +313,7 @@ struct OperationGenerator {
             if case .ambiguous = prediction.outcome { continue }
             if prediction.working.crashesToday && !crashers { continue }
             if prediction.working.deniesInserted && relax.contains(.denyThroughRef) { continue }
+            if prediction.working.denyEmptiedAfterDelete && relax.contains(.denyUnlinkAfter) { continue }
             return (request, label)
         }
         let entity = pick(schema.entityNames)!
@@ -408,8 +413,12 @@ struct OperationGenerator {
                     : .null
                 operations.append(.update(target: .id(holder), version: chance(0.5) ? store[holder]!.version : nil, values: [(inverse.name, value)]))
             }
-            operations.append(.delete(target: .id(id), version: chance(0.5) ? object.version : nil))
-            return (.transaction(operations), "transaction: empty deny relationship, then delete")
+            let delete = TxOp.delete(target: .id(id), version: chance(0.5) ? object.version : nil)
+            // Deny is decided by the state the transaction ends in: emptying after the delete works too.
+            if !relax.contains(.denyUnlinkAfter) && chance(0.4) {
+                return (.transaction([delete] + operations), "transaction: delete, then empty its deny relationship")
+            }
+            return (.transaction(operations + [delete]), "transaction: empty deny relationship, then delete")
         }
         if id == ids.last && chance(0.8) {
             followUps.append((.insert(entity: entity, values: insertValues(entity, p)), "insert after deleting the highest key"))

@@ -282,6 +282,9 @@ struct Working: Sendable {
     var usesDeadObject = false
     /// A relationship value is a ref of an object of another entity: today's server traps on that.
     var wrongEntityRef = false
+    /// A later operation emptied a deny relationship of an object deleted earlier (today's
+    /// server refuses that delete).
+    var denyEmptiedAfterDelete = false
     /// Why the contract leaves the answer open, if it does.
     var ambiguity: String?
     /// Whether today's server would stop the process on this request.
@@ -632,6 +635,7 @@ struct ReferenceStore: Sendable {
 
     /// `member` no longer relates to `target` through `target`'s relationship `relationship`.
     private func unlink(_ w: inout Working, _ target: RefID, _ relationship: RelationshipDescription, member: RefID) {
+        if relationship.deleteRule == .deny && w.dead[target] != nil && w.live[member] != nil { w.denyEmptiedAfterDelete = true }
         mutate(&w, target) { object in
             if relationship.isToMany {
                 object.toMany[relationship.name, default: []].remove(member)
