@@ -451,7 +451,7 @@ struct ReferenceStore: Sendable {
 
     // MARK: Operations
 
-    private func resolve(_ w: inout Working, _ target: RefTarget) -> RefID? {
+    private func resolve(_ w: Working, _ target: RefTarget) -> RefID? {
         switch target {
         case .id(let id): return id
         case .ref(let name): return w.refs[name]
@@ -471,7 +471,7 @@ struct ReferenceStore: Sendable {
     }
 
     private func update(_ w: inout Working, target: RefTarget, version: Int64?, values: Values, replace: Bool) {
-        guard let id = resolve(&w, target) else { w.notFound = target.description; return }
+        guard let id = resolve(w, target) else { w.notFound = target.description; return }
         guard w.live[id] != nil else {
             if w.dead[id] != nil { w.usesDeadObject = true }
             w.notFound = target.description
@@ -487,7 +487,7 @@ struct ReferenceStore: Sendable {
     }
 
     private func delete(_ w: inout Working, target: RefTarget, version: Int64?) {
-        guard let id = resolve(&w, target) else { w.notFound = target.description; return }
+        guard let id = resolve(w, target) else { w.notFound = target.description; return }
         guard w.live[id] != nil else {
             // A no-op or a 404: the contract does not say.
             if w.dead[id] != nil { w.ambiguity = "deletes an object the request deleted already" }
