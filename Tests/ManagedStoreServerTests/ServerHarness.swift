@@ -2,7 +2,7 @@ import Foundation
 @testable import ManagedStore
 @testable import ManagedStoreServer
 
-/// A real server on a free loopback port, over the task tracker, for one test.
+/// A real server on a free loopback port, over the task tracker (or `model`), for one test.
 final class ServerHarness: @unchecked Sendable {
     // @unchecked Sendable: every stored property is a constant set in init.
     let server: ManagedStoreServer
