@@ -463,11 +463,10 @@ struct ReferenceStore: Sendable {
         w.nextTemporary -= 1
         w.live[id] = newObject(entity)
         w.inserted.append(id)
+        // Its errors already name it by its ref; its own values cannot refer to it yet.
+        if let ref { w.refNames[id] = ref }
         apply(&w, values, to: id, replace: false)
-        if let ref {
-            w.refs[ref] = id
-            w.refNames[id] = ref
-        }
+        if let ref { w.refs[ref] = id }
     }
 
     private func update(_ w: inout Working, target: RefTarget, version: Int64?, values: Values, replace: Bool) {

@@ -180,7 +180,6 @@ struct TrustTests {
     @Test("MATCHES with a catastrophic pattern answers at once, and other GETs are answered meanwhile")
     func hostileRegex() throws {
         let harness = try serverWithTasks(200, queryTimeout: .seconds(2))
-        let started = Date()
         let group = DispatchGroup()
         let statuses = LockedList<Int>()
         for _ in 0..<4 {
@@ -190,8 +189,8 @@ struct TrustTests {
             }
         }
         for _ in 0..<10 { #expect(try harness.request("GET", "/v1/objects/Task/3").status == 200) }
-        #expect(group.wait(timeout: .now() + 30) == .success)
-        #expect(statuses.all.allSatisfy { $0 == 200 || $0 == 503 }, "\(statuses.all)")
-        #expect(Date().timeIntervalSince(started) < 20, "bounded by the deadline at worst")
+        // A liveness guard, not a timing target: with a backtracking matcher these never ended.
+        #expect(group.wait(timeout: .now() + 60) == .success)
+        #expect(statuses.all == [200, 200, 200, 200], "\(statuses.all)")
     }
 }

@@ -49,6 +49,30 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         return committedVersion
     }
 
+    /// The version a change is based on when it is not the one this context read: set
+    /// through `baseVersion`, cleared by a save, `rollback()` or `reset()`.
+    @exclusivity(unchecked) var claimedBaseVersion: Int64?
+
+    /// The version your changes to this object are based on [optimistic locking against a
+    /// version read elsewhere]. nil (the default) means the version this context read. Set it
+    /// when the object's values were seen by someone else first (a client's `If-Match`): the
+    /// next save then fails with a conflict unless the store still holds exactly this version,
+    /// even if this save changes nothing of the object, and the conflict reports every other
+    /// conflict and uniqueness violation of the save with it. The values at that version are
+    /// not known to the context, so the conflict's `cachedSnapshot` is nil.
+    public var baseVersion: Int64? {
+        get { requireContext(); return claimedBaseVersion }
+        set {
+            let context = requireContext()
+            precondition(!isInserted, "ManagedObject \(objectID): an inserted object has no stored version to be based on")
+            claimedBaseVersion = newValue
+            context.noteBaseVersion(self)
+        }
+    }
+
+    /// The version the store must hold for this object's changes to save.
+    var expectedVersion: Int64 { claimedBaseVersion ?? committedVersion }
+
     @exclusivity(unchecked) public internal(set) var isInserted = false
     @exclusivity(unchecked) public internal(set) var isDeleted = false
     /// Property indexes set explicitly since the last save (attributes first, then relationships).

@@ -66,9 +66,17 @@ extension ManagedObjectContext {
         let relationship = owner.entity.relationships[r]
         var result = stored
         let inverse = relationship.inverseIndex
+        // A deleted destination leaves the relationship only if its own delete rule towards
+        // the owner took it out (nullify, cascade); under deny or noAction the link stays until
+        // the save, which refuses it unless the owner lets go of it first.
+        let deletionUnlinks = [.nullify, .cascade].contains(coordinator.model.schema[relationship.destinationIndex]
+            .relationships[inverse].description.deleteRule)
         for list in [insertedList, updatedList, touchedList, deletedList] {
             for other in list where other.entity.index == relationship.destinationIndex && !other.isFault {
-                if other.isDeleted { result.remove(other.objectID); continue }
+                if other.isDeleted {
+                    if deletionUnlinks { result.remove(other.objectID) }
+                    continue
+                }
                 let now = contains(other.relationships[inverse], owner.objectID)
                 let before = other.isInserted ? false : contains(other.committedRelationships[inverse], owner.objectID)
                 if now == true && before != true { result.insert(other.objectID) }

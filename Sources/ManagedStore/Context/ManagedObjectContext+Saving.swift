@@ -14,12 +14,14 @@ extension ManagedObjectContext {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
         compactChangeLists()
-        guard hasChanges else {
+        guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else { return .none }
+        let errors = validationErrors()
+        guard errors.isEmpty else { throw .validation(errors) }
+        guard hasChanges || !baseVersionList.isEmpty else {
+            // Only objects inserted and deleted again (their deletion allowed): nothing to write.
             forgetDiscardedInserts()
             return .none
         }
-        let errors = validationErrors()
-        guard errors.isEmpty else { throw .validation(errors) }
 
         let changes = makeChangeSet()
         var altered = objectsAlteredThroughInverses()
@@ -141,7 +143,7 @@ extension ManagedObjectContext {
             addLinkChanges(of: object, to: &changes)
             guard !changedAttributes.isEmpty || !changedForeignKeys.isEmpty || otherRelationshipChanged else { continue }
             changes.updates.append(ChangeSet.Update(
-                id: object.objectID, entity: entity, baseVersion: object.committedVersion,
+                id: object.objectID, entity: entity, baseVersion: object.expectedVersion,
                 attributes: object.attributes, changedAttributes: changedAttributes,
                 foreignKeys: entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) },
                 changedForeignKeys: changedForeignKeys.sorted()))
@@ -150,7 +152,13 @@ extension ManagedObjectContext {
             addLinkChanges(of: object, to: &changes)
         }
         for object in deletedList {
-            changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.committedVersion))
+            changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.expectedVersion))
+        }
+        if !baseVersionList.isEmpty {
+            let written = Set(changes.updates.map(\.id)).union(changes.deletes.map(\.id))
+            for object in baseVersionList where !object.isInserted && !object.isDetached && !written.contains(object.objectID) {
+                changes.versionChecks.append(ChangeSet.VersionCheck(id: object.objectID, entity: object.entity, baseVersion: object.expectedVersion))
+            }
         }
         return changes
     }
@@ -202,10 +210,12 @@ extension ManagedObjectContext {
                     })
                 }
                 let changed = object.changedAttributes.map { entity.attributes[$0].name } + object.changedRelationships.map { entity.relationships[$0].name }
+                // Based on a version this context never read (`baseVersion`): its values are unknown.
+                let knowsBase = object.expectedVersion == object.committedVersion
                 return MergeConflict(
-                    objectID: object.objectID, oldVersion: object.committedVersion, newVersion: conflict.row?.version ?? 0,
+                    objectID: object.objectID, oldVersion: object.expectedVersion, newVersion: conflict.row?.version ?? 0,
                     objectSnapshot: object.isDeleted ? nil : rowSnapshot(entity, object.attributes, entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }),
-                    cachedSnapshot: rowSnapshot(entity, object.committedAttributes, entity.foreignKeyRelationships.map { toOneTarget(object.committedRelationships[$0]) }),
+                    cachedSnapshot: knowsBase ? rowSnapshot(entity, object.committedAttributes, entity.foreignKeyRelationships.map { toOneTarget(object.committedRelationships[$0]) }) : nil,
                     persistedSnapshot: persisted, changedProperties: Set(changed))
             }
             return .conflict(mergeConflicts: merge, constraintConflicts: constraints)
@@ -250,6 +260,8 @@ extension ManagedObjectContext {
         updatedList = []
         deletedList = []
         touchedList = []
+        for object in baseVersionList { object.claimedBaseVersion = nil }
+        baseVersionList = []
         forgetDiscardedInserts()
     }
 

@@ -50,6 +50,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Objects inserted and deleted again since the last save: never written, but their delete
     /// rules are checked when saving, and they stay registered until then.
     @exclusivity(unchecked) var discardedInsertList: [ManagedObject] = []
+    /// Objects given a `baseVersion`: the save checks their version even if it changes nothing.
+    @exclusivity(unchecked) var baseVersionList: [ManagedObject] = []
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
@@ -195,6 +197,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
     }
 
+    func noteBaseVersion(_ object: ManagedObject) {
+        if !baseVersionList.contains(where: { $0 === object }) { baseVersionList.append(object) }
+    }
+
     func noteTouched(_ object: ManagedObject) {
         if !object.isListedAsTouched && !object.isInserted {
             object.isListedAsTouched = true
@@ -333,7 +339,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         // A context that holds nothing has nothing to detach (read contexts that answered a
         // request from the store directly): clearing an empty table still sweeps its buckets.
         if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty
-            && discardedInsertList.isEmpty { return }
+            && discardedInsertList.isEmpty && baseVersionList.isEmpty { return }
         generation += 1  // detaches every object handed out so far, in O(1)
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
@@ -342,6 +348,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         deletedList.removeAll(keepingCapacity: true)
         touchedList.removeAll(keepingCapacity: true)
         discardedInsertList.removeAll()
+        baseVersionList.removeAll()
         registrationsSincePurge = 0
     }
 
@@ -356,6 +363,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         for object in updatedList + deletedList + touchedList where !object.isInserted {
             restoreCommittedState(object)
         }
+        for object in baseVersionList { object.claimedBaseVersion = nil }
+        baseVersionList = []
         discardedInsertList = []
         insertedList = []
         updatedList = []

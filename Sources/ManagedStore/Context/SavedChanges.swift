@@ -60,7 +60,8 @@ extension ManagedObjectContext {
             for r in object.relationships.indices { addDifference(object.relationships[r], object.committedRelationships[r]) }
         }
         for object in deletedList {
-            for state in object.relationships { addAll(state) }
+            // What the store held: those destinations lose it. Links made only in memory
+            // before the delete never reach the store.
             for state in object.committedRelationships { addAll(state) }
         }
         return altered

@@ -26,7 +26,8 @@ public struct MergeConflict: Sendable, Hashable {
     public let newVersion: Int64
     /// The values this context would have saved; nil if the context deleted the object.
     public let objectSnapshot: ObjectSnapshot?
-    /// The values when this context read the object (at `oldVersion`).
+    /// The values when this context read the object (at `oldVersion`); nil when they are not
+    /// known (the change was based on a version the context never read: `baseVersion`).
     public let cachedSnapshot: ObjectSnapshot?
     /// The values in the store now; nil when the store no longer has the object.
     public let persistedSnapshot: ObjectSnapshot?
@@ -39,8 +40,13 @@ public struct MergeConflict: Sendable, Hashable {
         return Set(persistedSnapshot.keys.filter { persistedSnapshot[$0] != cachedSnapshot[$0] })
     }
 
-    /// Properties both sides changed: R ∩ C in the API contract.
-    public var conflictingProperties: Set<String> { changedProperties.intersection(storeChangedProperties) }
+    /// Properties both sides changed: R ∩ C in the API contract. When the values at
+    /// `oldVersion` are not known, every property counts as changed by the store, so this is
+    /// every property this context changed.
+    public var conflictingProperties: Set<String> {
+        guard cachedSnapshot != nil else { return changedProperties }
+        return changedProperties.intersection(storeChangedProperties)
+    }
 }
 
 /// A uniqueness-constraint violation [NSConstraintConflict].

@@ -54,7 +54,16 @@ struct ChangeSet: Sendable {
         func hash(into hasher: inout Hasher) { hasher.combine(table); hasher.combine(a); hasher.combine(b) }
     }
 
+    /// An object whose version must still be the one a change was based on, although this
+    /// save writes nothing of it (`ManagedObject.baseVersion`).
+    struct VersionCheck: Sendable {
+        let id: ManagedObjectID
+        let entity: Entity
+        let baseVersion: Int64
+    }
+
     var inserts: [Insert] = []
+    var versionChecks: [VersionCheck] = []
     var updates: [Update] = []
     var deletes: [Delete] = []
     var addedLinks: Set<Link> = []

@@ -38,6 +38,7 @@ struct ChangeSetWriter {
     private func checkVersions(_ changes: ChangeSet) throws -> [(id: ManagedObjectID, row: StoredRow?)] {
         var conflicts: [(id: ManagedObjectID, row: StoredRow?)] = []
         let based = changes.updates.map { ($0.id, $0.entity, $0.baseVersion) } + changes.deletes.map { ($0.id, $0.entity, $0.baseVersion) }
+            + changes.versionChecks.map { ($0.id, $0.entity, $0.baseVersion) }
         for (id, entity, baseVersion) in based {
             guard let pk = id.primaryKey else { continue }
             let stored = try connection.scalarInt("SELECT \"_version\" FROM \(entity.table) WHERE \"_pk\" = ?", [.integer(pk)])
@@ -197,6 +198,7 @@ struct ChangeSetWriter {
     }
 
     private func writeUpdates(_ updates: [ChangeSet.Update], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        try clearSwappedUniqueValues(updates)
         for update in updates {
             guard let pk = update.id.primaryKey else { continue }
             let entity = update.entity
@@ -206,12 +208,72 @@ struct ChangeSetWriter {
             }
             assignments.append("\"_version\" = \"_version\" + 1")
             let sql = "UPDATE \(entity.table) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
-            try connection.withStatement(sql) { s throws(StoreError) in
-                var index: Int32 = 1
-                for a in update.changedAttributes { s.bind(update.attributes[a], at: index); index += 1 }
-                for f in update.changedForeignKeys { s.bind(update.foreignKeys[f].flatMap { resolve($0).primaryKey }, at: index); index += 1 }
-                s.bind(pk, at: index)
-                try s.execute()
+            // `do throws(StoreError)` and a test inside the catch: a `catch where` clause on a
+            // typed-throws call crashed the Swift 6.3.1 compiler.
+            do throws(StoreError) {
+                try connection.withStatement(sql) { s throws(StoreError) in
+                    var index: Int32 = 1
+                    for a in update.changedAttributes { s.bind(update.attributes[a], at: index); index += 1 }
+                    for f in update.changedForeignKeys { s.bind(update.foreignKeys[f].flatMap { resolve($0).primaryKey }, at: index); index += 1 }
+                    s.bind(pk, at: index)
+                    try s.execute()
+                }
+            } catch {
+                guard error.isUniquenessViolation else { throw error }
+                throw try uniquenessRejection(entity, id: update.id, attributes: update.attributes)
+            }
+        }
+    }
+
+    /// The conflict SQLite found when it refused a row of `entity` for a unique index: the
+    /// constraint, values and stored objects it collides with. `checkUniqueness` finds every
+    /// such conflict first; this is the safety net, so that a refusal of SQLite's own is still
+    /// the same uniqueness conflict, never a store failure.
+    private func uniquenessRejection(_ entity: Entity, id: ManagedObjectID, attributes: [AttributeValue]) throws -> ChangeSetRejection {
+        var conflicts: [ConstraintConflict] = []
+        for constraint in entity.uniquenessConstraints {
+            let values = constraint.map { attributes[$0] }
+            if values.contains(where: \.isNull) { continue }
+            let condition = constraint.map { "\(quoteIdentifier(entity.attributes[$0].name)) = ?" }.joined(separator: " AND ")
+            let stored: [Int64] = try connection.withStatement("SELECT \"_pk\" FROM \(entity.table) WHERE \(condition) AND \"_pk\" IS NOT ?") { s throws(StoreError) in
+                for (i, value) in values.enumerated() { s.bind(value, at: Int32(i + 1)) }
+                s.bind(id.primaryKey, at: Int32(values.count + 1))
+                var pks: [Int64] = []
+                while try s.step() { pks.append(s.int64(0)) }
+                return pks
+            }
+            guard !stored.isEmpty else { continue }
+            conflicts.append(ConstraintConflict(
+                entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name },
+                values: Dictionary(uniqueKeysWithValues: constraint.map { (entity.attributes[$0].name, attributes[$0]) }),
+                conflictingObjects: stored.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent($0)) },
+                objects: [id]))
+        }
+        return .conflicts(versions: [], constraints: conflicts)
+    }
+
+    /// SQLite checks a unique index row by row, as each UPDATE runs: two objects that swap
+    /// unique values (or pass one along a chain) collide half way although the save as a whole
+    /// is unique, which `checkUniqueness` established. So when several updates of one entity
+    /// change attributes of its uniqueness constraints, those columns are first set to NULL
+    /// (which never conflicts) in every such row; the updates then write the final values.
+    private func clearSwappedUniqueValues(_ updates: [ChangeSet.Update]) throws {
+        var changingUnique: [Int: [Int]] = [:]  // entity index -> positions in `updates`
+        for (position, update) in updates.enumerated() where !update.entity.uniquenessConstraints.isEmpty {
+            let constrained = Set(update.entity.uniquenessConstraints.joined())
+            if update.changedAttributes.contains(where: constrained.contains) { changingUnique[update.entity.index, default: []].append(position) }
+        }
+        for (_, positions) in changingUnique where positions.count > 1 {
+            for position in positions {
+                let update = updates[position]
+                guard let pk = update.id.primaryKey else { continue }
+                let constrained = Set(update.entity.uniquenessConstraints.joined())
+                let columns = update.changedAttributes.filter(constrained.contains)
+                    .map { "\(quoteIdentifier(update.entity.attributes[$0].name)) = NULL" }
+                try connection.withStatement("UPDATE \(update.entity.table) SET \(columns.joined(separator: ", ")) WHERE \"_pk\" = ?") { s throws(StoreError) in
+                    s.bind(pk, at: 1)
+                    try s.execute()
+                }
             }
         }
     }
@@ -243,7 +305,11 @@ struct ChangeSetWriter {
                 statement.bind(inserts[i].foreignKey(at: position).flatMap { resolve($0).primaryKey }, at: index)
                 index += 1
             }
-            while try statement.step() {}
+            do throws(StoreError) { while try statement.step() {} } catch {
+                guard error.isUniquenessViolation else { throw error }
+                throw try uniquenessRejection(entity, id: ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(keys[i])),
+                                              attributes: inserts[i].attributes)
+            }
         }
     }
 
@@ -262,5 +328,13 @@ struct ChangeSetWriter {
                 try s.execute()
             }
         }
+    }
+}
+
+extension StoreError {
+    /// SQLite refused a row for a unique index (or a primary key already taken).
+    var isUniquenessViolation: Bool {
+        guard case let .sqlite(code, _, _) = self else { return false }
+        return code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
     }
 }

@@ -29,16 +29,14 @@ struct WriteExecutor {
             case let .update(id, body, baseVersion, replace):
                 let names = ObjectNames()
                 let object = try existing(id)
-                let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: body, replace: replace)
-                if let conflict { throw Failure(problem: Self.conflictProblem([conflict])) }
+                if let baseVersion { object.baseVersion = baseVersion }
+                names.noteSets(object.objectID, body.propertyNames)
                 try applyChecked([(body, object, replace)], refs: [:], names: names)
                 try save(names: names)
                 return try objectResponse(200, object)
             case let .delete(id, baseVersion):
                 let object = try existing(id)
-                if let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
-                    throw Failure(problem: Self.conflictProblem([conflict]))
-                }
+                if let baseVersion { object.baseVersion = baseVersion }
                 context.delete(object)
                 try save(names: ObjectNames())
                 return HTTPResponse(status: 204)
@@ -63,7 +61,6 @@ struct WriteExecutor {
     private func transaction(_ operations: [TransactionOperation]) throws -> HTTPResponse {
         var refs: [String: ManagedObject] = [:]
         let names = ObjectNames()
-        var conflicts: [JSONValue] = []
         var applied: [(ObjectBody, ManagedObject, Bool)] = []
         func resolve(_ target: ObjectReference, operation index: Int) throws -> ManagedObject {
             let object: ManagedObject
@@ -90,20 +87,17 @@ struct WriteExecutor {
                 try apply(body, to: object, replace: false, refs: refs, names: names, into: &applied)
             case let .update(target, baseVersion, body):
                 let object = try resolve(target, operation: index)
-                // An object inserted earlier in this transaction is saved once, as version 1.
-                if !object.isInserted, let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: body, replace: false) {
-                    conflicts.append(conflict)
-                }
+                // An object inserted earlier in this transaction is saved once, as version 1:
+                // it has no stored version to be based on.
+                if !object.isInserted, let baseVersion { object.baseVersion = baseVersion }
+                names.noteSets(object.objectID, body.propertyNames)
                 try apply(body, to: object, replace: false, refs: refs, names: names, into: &applied)
             case let .delete(target, baseVersion):
                 let object = try resolve(target, operation: index)
-                if !object.isInserted, let conflict = try conflictIfStale(object, baseVersion: baseVersion, body: nil, replace: false) {
-                    conflicts.append(conflict)
-                }
+                if !object.isInserted, let baseVersion { object.baseVersion = baseVersion }
                 context.delete(object)
             }
         }
-        if !conflicts.isEmpty { throw Failure(problem: Self.conflictProblem(conflicts)) }
         try reportErrors(of: applied, names: names)
         let saved = try save(names: names)
 
@@ -247,12 +241,16 @@ struct WriteExecutor {
                     (names.name(error.objectID), error.property, error.code.rawValue, error.message(describing: names.name))
                 }))
             case let .conflict(merge, constraints):
-                let conflicts = merge.map { conflict -> JSONValue in
-                    .object([("kind", .string("optimistic-locking")), ("object", .string(conflict.objectID.description)),
-                             ("oldVersion", .number(String(conflict.oldVersion))), ("newVersion", .number(String(conflict.newVersion))),
-                             ("properties", .array(conflict.conflictingProperties.sorted().map(JSONValue.string))),
-                             ("cachedSnapshot", Self.snapshot(conflict.cachedSnapshot)), ("persistedSnapshot", Self.snapshot(conflict.persistedSnapshot)),
-                             ("objectSnapshot", Self.snapshot(conflict.objectSnapshot))])
+                let conflicts = try merge.map { conflict -> JSONValue in
+                    // R ∩ C: without the values at the base version every property counts as
+                    // changed by the store, so R itself (what the request set).
+                    let properties = conflict.cachedSnapshot == nil ? names.propertiesSet(on: conflict.objectID) : conflict.conflictingProperties
+                    return .object([("kind", .string("optimistic-locking")), ("object", .string(conflict.objectID.description)),
+                                    ("oldVersion", .number(String(conflict.oldVersion))), ("newVersion", .number(String(conflict.newVersion))),
+                                    ("properties", .array(properties.sorted().map(JSONValue.string))),
+                                    ("cachedSnapshot", Self.snapshot(conflict.cachedSnapshot)),
+                                    ("persistedSnapshot", try storedJSON(conflict.objectID)),
+                                    ("objectSnapshot", try pendingJSON(conflict.objectID, names: names))])
                 } + constraints.map { conflict -> JSONValue in
                     .object([("kind", .string("uniqueness")), ("entity", .string(conflict.entityName)),
                              ("constraint", .array(conflict.constraint.map(JSONValue.string))),
@@ -268,39 +266,29 @@ struct WriteExecutor {
         }
     }
 
-    /// The optimistic-locking conflict of a write based on version `baseVersion` of an object now
-    /// at another version (error merge policy). Without persistent history the store cannot say
-    /// which properties changed after the base version: `properties` lists those the request
-    /// sets, and `cachedSnapshot` is null (the contract's "history no longer reaches B").
-    private func conflictIfStale(_ object: ManagedObject, baseVersion: Int64?, body: ObjectBody?, replace: Bool) throws -> JSONValue? {
-        guard let baseVersion, baseVersion != object.version else { return nil }
-        let persisted = try ObjectJSONEncoder(layouts: layouts).body(object)
-        var wouldBe: JSONValue = .null
-        if let body {
-            // The object as the request would have left it, read without saving.
-            var members = (try? JSONParser().parse(persisted))?.objectMembers ?? []
-            for (name, value) in body.attributes {
-                if let i = members.firstIndex(where: { $0.0 == name }) { members[i].1 = value.jsonValue }
+    /// The object as the store holds it now (a GET's JSON), or null when it holds none.
+    private func storedJSON(_ id: ManagedObjectID) throws -> JSONValue {
+        let encoder = ObjectJSONEncoder(layouts: layouts)
+        guard let body = try context.withStoredObject(id, { row in try encoder.body(row) }) else { return .null }
+        return try JSONParser().parse(body)
+    }
+
+    /// The object as this write would have left it, or null when it deletes it. References
+    /// to objects inserted by the write name them as the client does (its refs).
+    private func pendingJSON(_ id: ManagedObjectID, names: ObjectNames) throws -> JSONValue {
+        guard let object = context.registeredObject(for: id), !object.isDeleted else { return .null }
+        let json = try JSONParser().parse(try ObjectJSONEncoder(layouts: layouts).body(object))
+        guard case .object(let members) = json else { return json }
+        func rename(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .string(let text):
+                return .string(names.nameForDescription(text) ?? text)
+            case .array(let items): return .array(items.map(rename))
+            default: return value
             }
-            for (name, target) in body.toOne {
-                let text: JSONValue
-                switch target {
-                case .id(let id)?: text = .string(id.description)
-                case .ref(let ref)?: text = .string(ref)
-                case nil: text = .null
-                }
-                if let i = members.firstIndex(where: { $0.0 == name }) { members[i].1 = text }
-            }
-            wouldBe = .object(members)
         }
-        return .object([
-            ("kind", .string("optimistic-locking")), ("object", .string(object.objectID.description)),
-            ("oldVersion", .number(String(baseVersion))), ("newVersion", .number(String(object.version))),
-            ("properties", .array((body?.propertyNames ?? []).sorted().map(JSONValue.string))),
-            ("cachedSnapshot", .null),
-            ("persistedSnapshot", (try? JSONParser().parse(persisted)) ?? .null),
-            ("objectSnapshot", wouldBe),
-        ])
+        let relationships = Set(object.entityDescription.relationships.map(\.name))
+        return .object(members.map { ($0.0, relationships.contains($0.0) ? rename($0.1) : $0.1) })
     }
 
     static func conflictProblem(_ conflicts: [JSONValue]) -> Problem {
@@ -332,8 +320,22 @@ struct WriteExecutor {
 /// ID (`Task/t7`) names nothing outside the write context and never appears in an answer.
 final class ObjectNames {
     private var refs: [ManagedObjectID: String] = [:]
+    private var sets: [ManagedObjectID: Set<String>] = [:]
 
     func name(_ id: ManagedObjectID, _ ref: String) { refs[id] = ref }
+
+    /// Remembers that the request sets `properties` of the object `id` (R in the contract's
+    /// conflict rules).
+    func noteSets(_ id: ManagedObjectID, _ properties: [String]) { sets[id, default: []].formUnion(properties) }
+
+    func propertiesSet(on id: ManagedObjectID) -> Set<String> { sets[id] ?? [] }
+
+    /// The client's name for an object written `Entity/t7` (a temporary ID's text, as a JSON
+    /// encoding of pending changes writes it); nil for any other text.
+    func nameForDescription(_ text: String) -> String? {
+        guard let slash = text.firstIndex(of: "/"), text[text.index(after: slash)...].first == "t" else { return nil }
+        return refs.first(where: { $0.key.description == text })?.value ?? "\(text[..<slash])/new"
+    }
 
     func name(_ id: ManagedObjectID) -> String {
         if let ref = refs[id] { return ref }
