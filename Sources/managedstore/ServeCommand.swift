@@ -75,6 +75,9 @@ struct ServeCommand: ParsableCommand {
         guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
             throw ValidationError("--read-contexts, --max-body-bytes, --threads, --connection-timeout, --max-inflight-body-bytes and --body-timeout must be positive")
         }
+        guard threads <= 1_024, readContexts <= 1_024, connectionTimeout <= 86_400, bodyTimeout <= 86_400 else {
+            throw ValidationError("--threads and --read-contexts are at most 1024, --connection-timeout and --body-timeout at most 86400 seconds")
+        }
         guard queryTimeout > 0, queryTimeout <= 86_400, shutdownTimeout >= 0, shutdownTimeout <= 86_400 else {
             throw ValidationError("--query-timeout must be above 0 and --shutdown-timeout 0 or more (seconds, at most a day)")
         }
@@ -125,6 +128,9 @@ struct ServeCommand: ParsableCommand {
         }
         // Listening on every address (in a container): the commands to try go to this machine.
         let base = "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(server.port)"
+        // The first line on stderr, at once: where a container's log starts.
+        FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(server.port) "
+            + "model \(loaded.name) store \(store)\n").utf8))
         say("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
         say("try:")
         say("  curl -s \(base)/v1/model")

@@ -76,4 +76,21 @@ struct ShutdownTests {
         #expect(refused.intersection(stored).isEmpty, "answered with an error but stored: \(refused.intersection(stored).sorted().prefix(10))")
         #expect(try coordinator.checkIntegrity().isEmpty)
     }
+
+    @Test("the start-up lines come at once through pipes (a container's log), and SIGTERM on an idle server exits 0")
+    func startUpLinesUnbuffered() throws {
+        // ServerProcess reads the stdout banner while the process runs: it would wait
+        // forever for a block-buffered one. The first stderr line must come as soon.
+        let server = try ServerProcess()
+        var waited = 0
+        while !server.stderr.contains("listening on") && waited < 100 {
+            usleep(50_000)
+            waited += 1
+        }
+        #expect(server.stderr.hasPrefix("managedstore "), "\(server.stderr)")
+        #expect(server.stderr.contains("listening on http://127.0.0.1:\(server.port)"))
+        #expect(server.stderr.contains("store \(server.storePath)"))
+        server.signal(SIGTERM)
+        #expect(server.waitForExit(seconds: 30) == 0)
+    }
 }

@@ -62,9 +62,9 @@ public final class HTTPServer: @unchecked Sendable {
         let completed = unsafeBitCast(mhdRequestCompleted as MHD_RequestCompletedCallback, to: UnsafeRawPointer.self)
         let options: [CVarArg] = [
             MHD_OPTION.LISTEN_SOCKET.rawValue, listenSocket,
-            MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(max(2, configuration.threads)),
-            MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(configuration.maxConnections),
-            MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(configuration.connectionTimeout),
+            MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: max(2, configuration.threads)),
+            MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.maxConnections),
+            MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.connectionTimeout),
             MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, configuration.connectionMemoryLimit,
             MHD_OPTION.NOTIFY_COMPLETED.rawValue, OpaquePointer(completed), OpaquePointer(context),
             MHD_OPTION.END.rawValue,

@@ -45,7 +45,8 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         uploadDataSize.pointee = 0
         // However slowly it trickles in, a body has a time limit to arrive; past it the
         // connection is closed (MHD takes no answer in the middle of an upload).
-        if DispatchTime.now().uptimeNanoseconds - state.started.uptimeNanoseconds > UInt64(configuration.bodyTimeout) * 1_000_000_000 {
+        let limit = UInt64(clamping: configuration.bodyTimeout).multipliedReportingOverflow(by: 1_000_000_000)
+        if !limit.overflow, DispatchTime.now().uptimeNanoseconds - state.started.uptimeNanoseconds > limit.partialValue {
             return .NO
         }
         guard state.refusal == nil else { return .YES }  // being discarded
