@@ -11,6 +11,8 @@ if command -v pkg-config >/dev/null 2>&1; then
 else
     need+=(libsqlite3-dev libmicrohttpd-dev)
 fi
+# The sqlite3 command-line tool: the fuzzer (make test-fuzz) checks the live store with it.
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 for extra in "$@"; do
     command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
 done
