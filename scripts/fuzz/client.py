@@ -244,25 +244,44 @@ def _dechunk(data):
     return bytes(out)
 
 
-def curl(request, base):
-    """A shell command that resends `request` (as closely as curl can)."""
+def _shell(text):
+    """A shell word for a latin-1 string of bytes: quoted as is when it is printable UTF-8, else
+    in bash's $'...' form with \\xHH escapes, so the very bytes reach curl."""
     import shlex
-    if "raw" in request:
-        return (f"printf %s {shlex.quote(request['raw'])} | nc -q 2 {base.split('//')[1].replace(':', ' ')}"
-                if request["raw"].isprintable() else f"# raw bytes: {request['raw']!r} (send with nc)")
-    parts = ["curl", "-sS", "-i", "-X", request["method"]]
-    for key, value in request.get("headers", []):
-        parts += ["-H", f"{key}: {value}"]
-    if request.get("chunked"):
-        parts += ["-H", "Transfer-Encoding: chunked"]
-    body = request.get("body")
-    if body is not None:
-        if len(body) > 2000:
-            parts += ["--data-binary", "@body.bin"]
+    data = b(text)
+    try:
+        decoded = data.decode("utf-8")
+        if decoded.isprintable():
+            return shlex.quote(decoded)
+    except UnicodeDecodeError:
+        pass
+    out = []
+    for byte in data:
+        char = chr(byte)
+        if 0x20 <= byte < 0x7f and char not in "\\'":
+            out.append(char)
         else:
-            parts += ["--data-binary", body]
-    parts.append(base + request["target"])
-    text = " ".join(shlex.quote(p) for p in parts)
-    if body is not None and len(body) > 2000:
-        text = f"# body.bin: the request's {len(body)}-byte body (see the reproduction file)\n" + text
-    return text
+            out.append(f"\\x{byte:02x}")
+    return "$'" + "".join(out) + "'"
+
+
+def curl(request, base):
+    """A bash command that resends `request` (as closely as curl can; raw HTTP goes through nc)."""
+    if "raw" in request:
+        host, port = base.split("//")[1].split(":")
+        return f"printf %s {_shell(request['raw'])} | nc -q 2 {host} {port}"
+    parts = ["curl", "-sS", "-i", "-X", _shell(request["method"])]
+    for key, value in request.get("headers", []):
+        parts += ["-H", _shell(f"{key}: {value}")]
+    if request.get("chunked"):
+        parts += ["-H", "'Transfer-Encoding: chunked'"]
+    body = request.get("body")
+    note = ""
+    if body is not None:
+        if len(body) > 4000:
+            parts += ["--data-binary", "@body.bin"]
+            note = f"# body.bin: the request's {len(body)}-byte body (in the reproduction file)\n"
+        else:
+            parts += ["--data-binary", _shell(body)]
+    parts.append(_shell(base + request["target"]))
+    return note + " ".join(parts)

@@ -115,14 +115,18 @@ class Server:
         except OSError:
             return ""
 
-    def stderr_tail(self, lines=40):
+    def stderr_tail(self, lines=30):
         text = self.stderr_text().splitlines()
-        # A Swift backtrace is long: show its head (the crashing frames) rather than its image list.
-        for i, line in enumerate(text):
-            if CRASH_MARKERS.search(line):
-                start = max(0, i - 5)
-                return "\n".join(text[start:start + 60])
-        return "\n".join(text[-lines:])
+        # A Swift crash report is long: show what came before it, its first lines and the
+        # crashed thread's frames, not the other threads and the image list.
+        start = next((i for i, line in enumerate(text) if CRASH_MARKERS.search(line)), None)
+        if start is None:
+            return "\n".join(text[-lines:])
+        shown = text[max(0, start - 8):start + 4]
+        crashed = next((i for i, line in enumerate(text) if line.endswith(" crashed:")), None)
+        if crashed is not None:
+            shown += ["..."] + text[crashed:crashed + 18]
+        return "\n".join(shown)
 
     def crash_frames(self):
         """The first frames of the crashing thread that are in this project's sources."""
@@ -245,13 +249,24 @@ class Notes:
             log(f"- {kind}: {count}x; e.g. {describe(request)}\n    -> {summary.splitlines()[0]}")
 
 
+def shown(text):
+    """A latin-1 string of bytes (the reproduction files' form) as readable text: UTF-8 when it is."""
+    data = text.encode("latin-1")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "backslashreplace")
+
+
 def describe(request, limit=300):
     if "raw" in request:
-        return f"raw {request['raw'][:limit]!r}"
-    headers = " ".join(f"[{k}: {v[:80]}]" for k, v in request.get("headers", []))
+        return f"raw {shown(request['raw'])[:limit]!r}"
+    headers = " ".join(f"[{shown(k)}: {shown(v)[:80]}]" for k, v in request.get("headers", []))
     body = request.get("body")
-    body_text = "" if body is None else f" body={body[:limit]!r}" + (f"...({len(body)} bytes)" if len(body) > limit else "")
-    return f"{request['method'][:40]} {request['target'][:limit]} {headers}{body_text}  <{request.get('what', '')}>"
+    body_text = ""
+    if body is not None:
+        body_text = f" body={shown(body)[:limit]!r}" + (f"...({len(body)} bytes)" if len(body) > limit else "")
+    return f"{shown(request['method'])[:40]} {shown(request['target'])[:limit]} {headers}{body_text}  <{request.get('what', '')}>"
 
 
 class Fuzzer:
