@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import client  # noqa: E402
@@ -53,6 +54,10 @@ def log(*parts):
     print(*parts, flush=True)
 
 
+class PortTaken(Exception):
+    pass
+
+
 class Server:
     """The binary under test, on a temporary store, with stdout and stderr in files."""
 
@@ -64,7 +69,15 @@ class Server:
         self.proc = None
         self.generation = 0
 
-    def start(self):
+    def start(self, attempts=3):
+        for attempt in range(attempts):
+            try:
+                return self._start()
+            except PortTaken:
+                if attempt == attempts - 1:
+                    raise RuntimeError(f"could not start the server on a free port:\n{self.stderr_tail()}")
+
+    def _start(self):
         self.generation += 1
         run = self.workdir / f"server-{self.generation}"
         run.mkdir(parents=True, exist_ok=True)
@@ -80,6 +93,8 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if not self.fixed_port and "cannot listen" in self.stderr_text():
+                    raise PortTaken()  # another process took the free port in between: try another
                 raise RuntimeError(f"the server exited with {self.proc.returncode} at start:\n{self.stderr_tail()}")
             response = client.send({"method": "GET", "target": "/v1/healthz"}, "127.0.0.1", self.port, timeout=2)
             if response.status == 200:
@@ -229,6 +244,17 @@ def check_response(request, response, notes):
             notes.add(f"problem status {data.get('status')!r} differs from the HTTP status {status}", request, response)
     if response.elapsed > 5:
         notes.add("an answer took more than 5 s (the contract's query-timeout)", request, response)
+    if 200 <= status < 300 and not weird:
+        path, _, query = request.get("target", "").partition("?")
+        segments = [s for s in path.split("/") if s]
+        for name, value in urllib.parse.parse_qsl(query, keep_blank_values=True):
+            if name == "include" and any(len(p.split(".")) > 3 for p in value.split(",")):
+                notes.add("an include path deeper than 3 relationships was answered (the contract: 400)", request, response)
+        single = len(segments) == 4 and segments[:2] == ["v1", "objects"] and segments[3] != "aggregate"
+        if single and request.get("method") in ("GET", "PATCH", "PUT") and status == 200 and response.header("ETag") is None:
+            notes.add(f"a {request['method']} of one object answered 200 without ETag", request, response)
+        if status == 201 and response.header("ETag") is None:
+            notes.add("an insert answered 201 without ETag", request, response)
 
 
 class Notes:
