@@ -763,7 +763,8 @@ class Generator:
                     {"op": r.choice(["update", "delete"]), "object": "u1", "values": {"title": "y"}}]
         elif mut == "delete-twice":
             oid = st.some_id(r)
-            ops += [{"op": "delete", "object": oid}, {"op": r.choice(["delete", "update"]), "object": oid, "values": {}}]
+            ops += [{"op": "delete", "object": oid},
+                    {"op": r.choice(["delete", "update"]), "object": oid, "values": self._some_update(oid.split("/")[0])}]
         elif mut == "op-odd":
             ops.append({"op": r.choice(["upsert", "", "INSERT", None, 1, ["insert"]]), "entity": "Task", "object": "Task/1"})
         elif mut == "entity-odd":
