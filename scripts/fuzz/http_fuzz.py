@@ -202,8 +202,16 @@ def is_weird(request):
     return any(re.search(r"[\x00-\x08\x0a-\x1f\x7f]", k + v) for k, v in request.get("headers", []))
 
 
-def check_response(request, response, notes):
-    """Raises Failure for an answer the contract never allows; adds soft findings to `notes`."""
+def remember_sent(request, seen):
+    """Adds what `request` sends that a leak pattern matches (a label "Task/t1" is data, read back later)."""
+    text = request_bytes(request).decode("latin-1")
+    for pattern in LEAKS + SOFT_LEAKS:
+        seen.update(m.group(0) for m in pattern.finditer(text))
+
+
+def check_response(request, response, notes, seen=frozenset()):
+    """Raises Failure for an answer the contract never allows; adds soft findings to `notes`.
+    `seen`: strings that clients sent earlier, so not a leak when they come back."""
     weird = is_weird(request)
     if response.status is None:
         if weird:
@@ -220,17 +228,16 @@ def check_response(request, response, notes):
                    or (status == 505 and weird))  # libmicrohttpd's answer to "HTTP/9.9"
         if not allowed:
             raise Failure(f"http-{status}", f"{status} with code {code!r}: {body[:300].decode('utf-8', 'replace')}")
-    sent = request_bytes(request)
     text = body.decode("utf-8", "replace")
     if status == 200 and (body.startswith(b'{"openapi"') or body.startswith(b"openapi:")):
         text = ""  # the API's own documents may say "SQLite"
     for pattern in LEAKS:
         m = pattern.search(text)
-        if m and m.group(0).encode("latin-1", "replace") not in sent:
+        if m and m.group(0) not in seen:
             raise Failure("leak", f"the answer holds {m.group(0)!r}: {text[max(0, m.start() - 150):m.end() + 150]}")
     for pattern in SOFT_LEAKS:
         m = pattern.search(text)
-        if m and m.group(0).encode("latin-1", "replace") not in sent:
+        if m and m.group(0) not in seen:
             notes.add(f"answer mentions {m.group(0)!r}", request, response)
     if status >= 400 and not weird and request.get("method") != "HEAD":
         ctype = (response.header("Content-Type") or "").split(";")[0].strip()
@@ -306,6 +313,7 @@ class Fuzzer:
         self.sent = 0
         self.failure_files = 0
         self.slowest = []
+        self.seen = set()  # leak-like strings that requests sent (data, when read back)
 
     # MARK: sending
 
@@ -332,6 +340,7 @@ class Fuzzer:
 
     def one(self, request, batch, state):
         """Sends one request, records it, raises Failure at once when it shows one."""
+        remember_sent(request, self.seen)
         response = self.send(request)
         self.sent += 1
         self.slowest.append((response.elapsed, describe(request, 160), response.summary(100).splitlines()[0]))
@@ -350,7 +359,7 @@ class Fuzzer:
             self.wait_for_exit()
             raise Failure("crash", f"the server crashed (exit status {self.exit_status()})\n{self.server.crash_frames()}", index)
         try:
-            check_response(request, response, self.notes)
+            check_response(request, response, self.notes, self.seen)
         except Failure as failure:
             failure.index = index
             raise
@@ -442,6 +451,7 @@ class Fuzzer:
         return f"http://127.0.0.1:{self.server.port}"
 
     def fresh_server(self):
+        self.seen = set()
         self.server.stop()
         self.server.start()
         state = State()
