@@ -40,6 +40,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 CRASH_MARKERS = re.compile(r"Fatal error|Program crashed|\*\*\* Signal \d+|Backtrac|Segmentation fault|Illegal instruction|"
                            r"Aborted|Assertion failed|Precondition failed|terminating due to uncaught")
 LEAKS = [re.compile(p) for p in [r"SQLite", r"INSERT INTO", r'UPDATE "', r"\b[A-Z][A-Za-z0-9_]*/t\d+\b"]]
+LEAK_NAMES = ["SQLite", "SQL text", "SQL text", "a temporary object ID"]
 SOFT_LEAKS = [re.compile(p) for p in [r"SELECT ", r"sqlite", r"ManagedStore\.", r"Swift\."]]
 PROBLEM_CODES = {"bad-request", "invalid-json", "unknown-entity", "unknown-property", "invalid-predicate", "not-found", "conflict",
                  "validation", "precondition-required", "payload-too-large", "unsupported-media-type", "method-not-allowed",
@@ -185,6 +186,7 @@ class Failure(Exception):
         self.kind = kind
         self.message = message
         self.index = index  # the request in the batch that showed it, if one did
+        self.key = None     # what makes two failures the same, when the message's first line does not
 
 
 def request_bytes(request):
@@ -205,6 +207,7 @@ def is_weird(request):
 def remember_sent(request, seen):
     """Adds what `request` sends that a leak pattern matches (a label "Task/t1" is data, read back later)."""
     text = request_bytes(request).decode("latin-1")
+    text += "\n" + urllib.parse.unquote(text, encoding="latin-1")  # "Task%2Ft1" in a path is "Task/t1"
     for pattern in LEAKS + SOFT_LEAKS:
         seen.update(m.group(0) for m in pattern.finditer(text))
 
@@ -231,10 +234,12 @@ def check_response(request, response, notes, seen=frozenset()):
     text = body.decode("utf-8", "replace")
     if status == 200 and (body.startswith(b'{"openapi"') or body.startswith(b"openapi:")):
         text = ""  # the API's own documents may say "SQLite"
-    for pattern in LEAKS:
+    for pattern, name in zip(LEAKS, LEAK_NAMES):
         m = pattern.search(text)
         if m and m.group(0) not in seen:
-            raise Failure("leak", f"the answer holds {m.group(0)!r}: {text[max(0, m.start() - 150):m.end() + 150]}")
+            failure = Failure("leak", f"the answer holds {m.group(0)!r}: {text[max(0, m.start() - 150):m.end() + 150]}")
+            failure.key = f"{name} in a {status} answer" + (f" (code {code})" if code else "")
+            raise failure
     for pattern in SOFT_LEAKS:
         m = pattern.search(text)
         if m and m.group(0) not in seen:
@@ -464,7 +469,7 @@ class Fuzzer:
             frames = self.server.crash_frames().splitlines()
             key = next((f for f in frames if " at " in f), frames[0] if frames else "")
             return f"crash: {key}"
-        detail = re.sub(r"\d+", "N", failure.message.splitlines()[0])[:160]
+        detail = failure.key or re.sub(r"\d+", "N", failure.message.splitlines()[0])[:160]
         where = re.sub(r"/\d+", "/N", request.get("target", "raw").split("?")[0])[:60]
         return f"{failure.kind}: {request.get('method', '')} {where}: {detail}"
 
