@@ -89,6 +89,8 @@ class Server:
         command = [str(self.binary), "serve", "--demo", "--store", str(self.store), "--port", str(self.port),
                    "--durability", "normal"] + self.extra
         self.command = command
+        self.stderr_offset = 0
+        self.crash_seen = False
         self.proc = subprocess.Popen(command, stdout=open(self.stdout_path, "wb"), stderr=open(self.stderr_path, "wb"),
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 60
@@ -124,6 +126,20 @@ class Server:
     @property
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
+
+    def crashed_on_stderr(self):
+        """Whether stderr holds a crash report; reads only what was written since the last call."""
+        if self.crash_seen:
+            return True
+        try:
+            with open(self.stderr_path, "rb") as f:
+                f.seek(max(0, self.stderr_offset - 200))  # a marker may straddle two reads
+                data = f.read()
+                self.stderr_offset = f.tell()
+        except OSError:
+            return False
+        self.crash_seen = bool(CRASH_MARKERS.search(data.decode("utf-8", "replace")))
+        return self.crash_seen
 
     def stderr_text(self):
         try:
@@ -358,9 +374,9 @@ class Fuzzer:
         if response.status is None and not request.get("no_answer_ok"):
             # A crash shows first as a dropped connection while Swift's backtracer runs: wait for it.
             deadline = time.monotonic() + 5
-            while time.monotonic() < deadline and self.server.alive and not CRASH_MARKERS.search(self.server.stderr_text()):
+            while time.monotonic() < deadline and self.server.alive and not self.server.crashed_on_stderr():
                 time.sleep(0.1)
-        if not self.server.alive or CRASH_MARKERS.search(self.server.stderr_text()):
+        if not self.server.alive or self.server.crashed_on_stderr():
             self.wait_for_exit()
             raise Failure("crash", f"the server crashed (exit status {self.exit_status()})\n{self.server.crash_frames()}", index)
         try:
@@ -394,7 +410,7 @@ class Fuzzer:
         problem = self.server.integrity()
         if problem:
             raise Failure("integrity", problem)
-        if CRASH_MARKERS.search(self.server.stderr_text()):
+        if self.server.crashed_on_stderr():
             raise Failure("crash", f"the server wrote a crash report on stderr\n{self.server.crash_frames()}")
 
     # MARK: the run
