@@ -46,8 +46,13 @@ EOF
 #   invalid-predicate, 422 validation), as the contract says.
 echo "schemathesis: $base/v1/openapi.json, seed $SEED, at most $EXAMPLES examples per operation, ${LIMIT}s at most"
 status=0
+config="$PWD/scripts/schemathesis.toml"
+# Run in the work dir: schemathesis keeps a cache of past failures (.schemathesis/) and hypothesis
+# its data (.hypothesis/) in the current directory; a cache left in the tree would replay old
+# failures first and make runs differ.
+cd "$work"
 timeout --signal=INT --kill-after=10 "$LIMIT" python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis(prog_name="st"))' \
-    --config-file scripts/schemathesis.toml run "$base/v1/openapi.json" --url "$base" \
+    --config-file "$config" run "$base/v1/openapi.json" --url "$base" \
     --checks all --exclude-checks positive_data_acceptance \
     --max-examples "$EXAMPLES" --seed "$SEED" --workers 1 --generation-database none --no-color \
     --report junit --report-dir "$work/report" ${ST_EXTRA:-} || status=$?
@@ -61,7 +66,7 @@ if ! kill -0 "$server" 2>/dev/null || grep -qE "Fatal error|Program crashed|Prec
     status=1
 fi
 if [ "$status" = 0 ]; then
-    rm -rf "$work"
+    cd / && rm -rf "$work"
 else
     echo "schemathesis: failed (status $status); server logs and the JUnit report in $work" >&2
 fi
