@@ -6,7 +6,6 @@ A request is first a Template (structured: method, path segments, query, headers
 mutated at that level, then rendered to the client's dict form and maybe mutated as bytes.
 """
 import base64
-import json
 import urllib.parse
 
 from values import (HOSTILE_NUMBERS, HOSTILE_STRINGS, IF_MATCH, INVALID_UTF8, OBJECT_IDS, OPERATORS, PREDICATE_KEYS,
@@ -668,7 +667,6 @@ class Generator:
             t.body = hostile_scalar(r)
             return
         container, key = r.choice(slots)
-        entity_hint = t.segments[2] if len(t.segments) > 2 else "Task"
         choice = r.random()
         if choice < 0.45:
             value = Raw(r.choice(HOSTILE_NUMBERS))
@@ -688,7 +686,6 @@ class Generator:
                             "tasks", "name", "label", "archived", "done", "\u00e9", "x" * 1000, "Title", "_pk"])
         container[key] = value
         t.what += f" body[{str(key)[:20]}]={_short(value)}"
-        del entity_hint
 
     def m_body_structure(self, t):
         r = self.rng
@@ -935,6 +932,3 @@ def setup_requests(state):
     out.append({"method": "GET", "target": "/v1/objects/Task?limit=1", "headers": [], "body": None, "what": "setup"})
     return out
 
-
-def as_json(value):
-    return json.dumps(value)

@@ -133,10 +133,6 @@ PREDICATE_VALUES = [
 ]
 
 
-def number_texts(rng):
-    return rng.choice(HOSTILE_NUMBERS + INVALID_NUMBERS[:3])
-
-
 def hostile_scalar(rng, depth=0):
     """Any JSON value at all, hostile leaning."""
     kind = rng.random()
