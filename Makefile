@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build run demo test test-unit test-tsan test-openapi openapi bench bench-http image clean
+.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http image clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -24,14 +24,41 @@ demo: deps
 	$(SWIFT) build --product managedstore
 	./.build/debug/managedstore demo --store ./data/demo.sqlite
 
-## make test: every test, the OpenAPI document's validity, then the library tests again under ThreadSanitizer
-test: test-openapi test-unit test-tsan
+## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
+## against the server, then the library tests again under ThreadSanitizer
+test: test-openapi test-unit test-fuzz test-schemathesis test-tsan
 
 test-unit: deps
 	$(SWIFT) test
 
 test-tsan: deps
 	MANAGEDSTORE_STRESS_SECONDS=2 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests
+
+# The debug server binary (.build/debug/managedstore) that the fuzzer and schemathesis start.
+server: deps
+	$(SWIFT) build --product managedstore
+
+# A bounded slice of the HTTP crash fuzzer (scripts/fuzz/http_fuzz.py): a fixed seed, so a
+# failure here reproduces with the same command; the seed, the failing requests and a
+# reproduction file are printed.
+TEST_FUZZ_SEED ?= 1
+TEST_FUZZ_REQUESTS ?= 3000
+TEST_FUZZ_SECONDS ?= 60
+test-fuzz: server
+	python3 scripts/fuzz/http_fuzz.py --seed $(TEST_FUZZ_SEED) --requests $(TEST_FUZZ_REQUESTS) --seconds $(TEST_FUZZ_SECONDS)
+
+## make fuzz: the long fuzz run (FUZZ_REQUESTS requests or FUZZ_SECONDS seconds, a new seed unless
+## FUZZ_SEED is given); after a failure it restarts the server and goes on, and lists every distinct one
+FUZZ_REQUESTS ?= 200000
+FUZZ_SECONDS ?= 1200
+FUZZ_SEED ?=
+fuzz: server
+	python3 scripts/fuzz/http_fuzz.py $(if $(FUZZ_SEED),--seed $(FUZZ_SEED)) --requests $(FUZZ_REQUESTS) --seconds $(FUZZ_SECONDS) --keep-going
+
+# Schemathesis against the OpenAPI document the server serves (scripts/schemathesis.sh).
+test-schemathesis: server
+	@python3 -c "import schemathesis" 2>/dev/null || python3 -m pip install -q "schemathesis>=4,<5"
+	./scripts/schemathesis.sh
 
 test-openapi: deps
 	@python3 -c "import yaml, openapi_spec_validator" 2>/dev/null || python3 -m pip install -q pyyaml openapi-spec-validator

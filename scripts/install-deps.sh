@@ -11,8 +11,9 @@ if command -v pkg-config >/dev/null 2>&1; then
 else
     need+=(libsqlite3-dev libmicrohttpd-dev)
 fi
-# The stock sqlite3 shell: the tests check that store files stay readable by plain SQLite.
-[ -x /usr/bin/sqlite3 ] || need+=(sqlite3)
+# The stock sqlite3 tool: the tests check that store files stay readable by plain SQLite, and
+# the fuzzer (make test-fuzz) checks the live store with it.
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 for extra in "$@"; do
     command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
 done
