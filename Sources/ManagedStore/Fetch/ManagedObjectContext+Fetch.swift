@@ -159,6 +159,10 @@ extension ManagedObjectContext {
     func prepare(_ request: FetchRequest) throws(FetchError) -> PreparedFetch {
         guard let entity = coordinator.model.resolvedEntity(named: request.entityName) else { throw .unknownEntity(request.entityName) }
         guard request.fetchLimit >= 0, request.fetchOffset >= 0 else { throw .invalidRequest("fetchLimit and fetchOffset cannot be negative") }
+        // SQLite takes at most 64 terms in an ORDER BY (with the key that breaks ties).
+        guard request.sortDescriptors.count <= Self.maxSortDescriptors else {
+            throw .invalidRequest("at most \(Self.maxSortDescriptors) sort descriptors, not \(request.sortDescriptors.count)")
+        }
         let checker = PredicateChecker(model: coordinator.model, root: entity, storeIdentifier: coordinator.storeIdentifier)
         let predicate = try request.predicate.map { p throws(FetchError) in try checker.checkTopLevel(p) }
         let sorts = try request.sortDescriptors.map { sort throws(FetchError) -> ResolvedSort in
@@ -185,6 +189,9 @@ extension ManagedObjectContext {
         }
         return prepared
     }
+
+    /// The most sort descriptors a fetch takes.
+    public static let maxSortDescriptors = 32
 
     /// The cursor that continues `request` after `object` (the last object of a page).
     public func cursor(after object: ManagedObject, for request: FetchRequest) throws(FetchError) -> FetchCursor {
@@ -287,7 +294,7 @@ extension ManagedObjectContext {
         guard case let .sqlite(_, message, _) = error else { return nil }
         for sign in ["parser stack overflow", "Expression tree is too large", "too many SQL variables", "too many terms"]
         where message.contains(sign) {
-            return .invalidPredicate("the predicate is too complex for SQLite (\(message)); nest it less deeply")
+            return .invalidPredicate("the predicate is too complex to run (too deeply nested, or too many terms); simplify it")
         }
         return nil
     }

@@ -114,6 +114,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case "GET", "HEAD":
             return .respond(try fetch(request, entity: entity))
         case "POST":
+            try checkMergePolicy(request)
             let json = try body(request, allowNDJSON: true)
             guard let json else {
                 throw Problem.notImplemented("batch insert from application/x-ndjson is not implemented yet")
