@@ -53,6 +53,55 @@ struct StoreLimitsTests {
         #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "after"}"#).status == 201)
     }
 
+    @Test("when SQLite rolls a whole group back on its own, every request of it is answered by what really happened")
+    func groupRolledBackBySQLite() throws {
+        let harness = try ServerHarness(inMemory: false)
+        // RAISE(ROLLBACK) ends the whole transaction from inside one statement, as SQLite does by
+        // itself after a full disk or an I/O error in some places. A TEMP trigger lives on the
+        // writer's connection only, never in the store file.
+        try harness.coordinator.writer.withConnection { connection in
+            try connection.execute(#"CREATE TEMP TRIGGER "boom" BEFORE INSERT ON "Task" WHEN NEW."title" LIKE 'boom%' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END"#)
+        }
+        var created: Set<String> = []
+        var refused: Set<String> = []
+        for round in 0..<10 {
+            // Hold the writer while 24 requests queue up, so that they form one group; one in
+            // the middle of it is the one SQLite rolls back with everything before it.
+            let titles = (0..<24).map { $0 == 12 ? "boom \(round)" : "r\(round)-\($0)" }
+            let answers = LockedList<(String, Int)>()
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            Thread {
+                harness.coordinator.writer.withConnection { _ in
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 5)
+                }
+            }.start()
+            holding.wait()
+            let group = DispatchGroup()
+            for title in titles {
+                group.enter()
+                Thread {
+                    defer { group.leave() }
+                    if let response = try? harness.request("POST", "/v1/objects/Task", json: #"{"title": "\#(title)"}"#) {
+                        answers.add((title, response.status))
+                    }
+                }.start()
+                usleep(2_000)  // in order, so that the group's order is the list's
+            }
+            usleep(100_000)
+            release.signal()
+            #expect(group.wait(timeout: .now() + 30) == .success)
+            for (title, status) in answers.all {
+                if status == 201 { created.insert(title) } else { refused.insert(title) }
+                #expect(status == 201 || status == 503, "\(title): \(status)")
+            }
+        }
+        #expect(!created.isEmpty && !refused.isEmpty)
+        #expect(refused.contains { $0.hasPrefix("boom") })
+        #expect(try storedTitles(harness) == created, "stored exactly what was answered 201")
+    }
+
     @Test("the WAL stays under 16 MiB through 20,000 POST+GET pairs")
     func walBounded() throws {
         // One client, a POST then a GET of what it wrote: each GET leaves a reader idle with a

@@ -75,4 +75,34 @@ struct GroupCommitTests {
             #expect(tag.objectID.primaryKey == 1)
         }
     }
+
+    @Test("a group knows when SQLite rolled its transaction back on its own, and restarts it for the saves still to come")
+    func groupRolledBackBySQLite() throws {
+        let store = TemporaryStore()
+        let container = try PersistentContainer(model: .taskTracker(), store: .sqlite(store.url))
+        let writer = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
+        try container.coordinator.writer.withConnection { connection in
+            try connection.execute(#"CREATE TEMP TRIGGER "boom" BEFORE INSERT ON "Tag" WHEN NEW."label" = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END"#)
+        }
+        var outcomes: [String] = []
+        try writer.performAndWait {
+            try container.coordinator.performGroupCommit { group in
+                for label in ["first", "boom", "third"] {
+                    let tag = writer.insertNewObject(forEntityName: "Tag")
+                    tag.setValue(label, forKey: "label")
+                    do { try writer.save(); outcomes.append("\(label) saved") } catch { outcomes.append("\(label) failed"); writer.rollback() }
+                    if !group.isIntact {
+                        outcomes.append("lost")
+                        writer.reset()
+                        try group.restart()
+                    }
+                }
+            }
+        }
+        #expect(outcomes == ["first saved", "boom failed", "lost", "third saved"])
+        let reader = container.newBackgroundContext()
+        let labels = try reader.performAndWait { try reader.fetch(FetchRequest(entityName: "Tag")).compactMap { $0.value("label", as: String.self) } }
+        #expect(labels == ["third"], "the first save went with the transaction SQLite rolled back")
+        #expect(try container.coordinator.checkIntegrity().isEmpty)
+    }
 }
