@@ -23,12 +23,13 @@ extension ManagedObjectContext {
             return .none
         }
 
-        let changes = makeChangeSet()
+        var changes = makeChangeSet()
+        if coordinator.storeDescription.recordsHistory { changes.history = historyDraft(for: changes) }
         var altered = objectsAlteredThroughInverses()
         altered.formUnion(touchedObjectsWithChanges())
-        let permanentIDs: [ManagedObjectID]
+        let written: ChangeSetWriter.Written
         do {
-            permanentIDs = try coordinator.write { connection in
+            written = try coordinator.write { connection in
                 try ChangeSetWriter(connection: connection, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
                     .write(changes)
             }
@@ -43,8 +44,9 @@ extension ManagedObjectContext {
             altered.subtract(deleted)
             altered = altered.filter { !$0.isTemporaryID }  // objects of this save, or discarded before it
         }
-        didSave(changes, permanentIDs: permanentIDs)
-        return SavedChanges(inserted: permanentIDs, updated: altered.sortedByEntityAndKey(), deleted: deleted.sortedByEntityAndKey())
+        didSave(changes, permanentIDs: written.insertedIDs)
+        return SavedChanges(inserted: written.insertedIDs, updated: altered.sortedByEntityAndKey(), deleted: deleted.sortedByEntityAndKey(),
+                            token: written.token)
     }
 
     /// Every rule the pending changes break, as `save()` would report them, without saving

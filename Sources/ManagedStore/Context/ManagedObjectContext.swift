@@ -32,6 +32,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     let queue: DispatchQueue
     @exclusivity(unchecked) private var _mergePolicy: MergePolicy = .error
+    /// `transactionAuthor`'s storage.
+    @exclusivity(unchecked) var author: String?
 
     /// Objects by ID. Held strongly while `retainsRegisteredObjects` (the default): objects
     /// cannot leave a `perform` block, so the context is what keeps what it read (and the

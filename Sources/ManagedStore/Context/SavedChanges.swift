@@ -13,11 +13,16 @@ public struct SavedChanges: Sendable, Hashable {
     public let updated: [ManagedObjectID]
     /// Objects deleted from the store, by entity then key.
     public let deleted: [ManagedObjectID]
+    /// The save's transaction in the persistent history; nil when the store records none (or
+    /// the save wrote nothing).
+    public let token: PersistentHistoryToken?
 
-    public init(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = []) {
+    public init(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = [],
+                token: PersistentHistoryToken? = nil) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
+        self.token = token
     }
 
     /// A save that wrote nothing.

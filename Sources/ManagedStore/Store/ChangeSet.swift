@@ -62,6 +62,9 @@ struct ChangeSet: Sendable {
         let baseVersion: Int64
     }
 
+    /// What the save records in the persistent history (nil: it records nothing).
+    var history: HistoryDraft?
+
     var inserts: [Insert] = []
     var versionChecks: [VersionCheck] = []
     var updates: [Update] = []
@@ -88,4 +91,28 @@ enum ChangeSetRejection: Error {
     case conflicts(versions: [(id: ManagedObjectID, row: StoredRow?)], constraints: [ConstraintConflict])
     /// References to objects that do not exist (or are deleted by this same save).
     case invalidReferences([(owner: ManagedObjectID, relationship: String, target: ManagedObjectID)])
+}
+
+/// The history record of one save, before the store gives it a token and its inserted objects
+/// their keys: what the saving context knows of each object it changed.
+struct HistoryDraft: Sendable {
+    struct Entry: Sendable {
+        let id: ManagedObjectID
+        let entity: Entity
+        let type: PersistentHistoryChangeType
+        /// Names of the properties changed (empty for inserts and deletes).
+        let properties: [String]
+        /// Values before the change, in property order; destinations may be temporary IDs of
+        /// objects inserted by the same save.
+        let previous: [(name: String, value: Previous)]
+    }
+
+    enum Previous: Sendable {
+        case attribute(AttributeValue)
+        case destinations(added: [ManagedObjectID], removed: [ManagedObjectID])
+    }
+
+    let author: String?
+    let contextName: String?
+    var entries: [Entry] = []
 }

@@ -9,8 +9,16 @@ struct ChangeSetWriter {
     let model: ManagedObjectModel
     let storeIdentifier: UUID
 
-    /// Writes `changes`; returns each insert's permanent ID, in the order of `changes.inserts`.
-    func write(_ changes: ChangeSet) throws -> [ManagedObjectID] {
+    /// What a written change set gave back.
+    struct Written {
+        /// Each insert's permanent ID, in the order of `changes.inserts`.
+        let insertedIDs: [ManagedObjectID]
+        /// The history transaction recorded with it; nil when it records none.
+        let token: PersistentHistoryToken?
+    }
+
+    /// Writes `changes` (and its history record).
+    func write(_ changes: ChangeSet) throws -> Written {
         let versionConflicts = try checkVersions(changes)
         let keys = try assignPrimaryKeys(changes.inserts)
         let assigned = zip(changes.inserts, keys).map { insert, key in
@@ -30,7 +38,8 @@ struct ChangeSetWriter {
         try writeUpdates(changes.updates, resolve: resolve)
         try writeInserts(changes.inserts, keys: keys, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
-        return assigned
+        let token = try changes.history.map { draft in try writeHistory(draft, changes, keys: keys) }
+        return Written(insertedIDs: assigned, token: token)
     }
 
     // MARK: Checks

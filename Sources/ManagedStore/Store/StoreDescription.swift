@@ -29,6 +29,11 @@ public struct StoreDescription: Sendable {
     /// caps it at 2 GiB. (An I/O error on a mapped page is a SIGBUS instead of an error code;
     /// set 0 where the disk is not trusted.)
     public var memoryMapSize: Int
+    /// Whether every save records a transaction in the store's persistent history
+    /// [NSPersistentHistoryTrackingKey] (on by default). Merge policies other than `error` need
+    /// it to tell which properties the store changed after a version; without it every
+    /// property counts as changed.
+    public var recordsHistory = true
 
     public init(location: Location, readerCount: Int = 4, durability: Durability = .full, memoryMapSize: Int = 256 << 20) {
         self.location = location

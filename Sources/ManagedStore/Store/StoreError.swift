@@ -10,6 +10,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAManagedStore(path: String)
     /// Other connections kept using what this operation needed, past its wait.
     case busy(String)
+    /// The persistent history no longer reaches `requested`: the saves after it up to
+    /// `oldest` were deleted (pruned). Read on from `oldest`, knowing that some were missed.
+    case historyPruned(requested: PersistentHistoryToken, oldest: PersistentHistoryToken)
     /// The store records a file format this version cannot read (`format` as recorded, or
     /// "none"): a newer ManagedStore wrote it. `readable` lists the formats this version opens.
     case unsupportedFormat(path: String, format: String, readable: [String])
@@ -33,6 +36,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(path) is an SQLite database that ManagedStore did not create"
         case .busy(let message):
             return "the store is busy: \(message)"
+        case let .historyPruned(requested, oldest):
+            return "the history no longer reaches token \(requested): it starts after token \(oldest)"
         case let .unsupportedFormat(path, format, readable):
             return "the store at \(path) has file format \(format); this version of ManagedStore reads formats "
                 + readable.joined(separator: ", ") + " (older ones are upgraded in place when opened). Open it with a newer ManagedStore."

@@ -8,11 +8,12 @@ import Foundation
 ///   file failed `PRAGMA integrity_check`, backups' checks and `.recover` in the `sqlite3` CLI.
 /// - Format 2 stores a `decimal` as order-preserving text (`DecimalStorage`) in a plain TEXT
 ///   column: no custom collation or function in any definition.
+/// - Format 3 adds the persistent history's tables (`StoreSchema.historyStatements`).
 enum StoreFormatMigration {
     /// The format this version writes.
-    static let currentFormat = "2"
-    /// The formats this version opens: older ones are upgraded in place.
-    static let readableFormats = ["1", currentFormat]
+    static let currentFormat = "3"
+    /// The formats this version opens: older ones are upgraded in place, one step at a time.
+    static let readableFormats = ["1", "2", currentFormat]
 
     /// The store's recorded format (nil when it records none) when this version reads it;
     /// otherwise the store is refused.
@@ -28,9 +29,13 @@ enum StoreFormatMigration {
     static func upgrade(_ connection: SQLiteConnection, model: ManagedObjectModel, from format: String) throws(StoreError) {
         guard format != currentFormat else { return }
         do throws(StoreError) {
-            for entity in model.schema where entity.attributes.contains(where: { $0.type == .decimal }) {
-                try rebuildWithoutCollation(entity, connection)
+            if format == "1" {
+                for entity in model.schema where entity.attributes.contains(where: { $0.type == .decimal }) {
+                    try rebuildWithoutCollation(entity, connection)
+                }
             }
+            // 2 -> 3: the history starts empty; saves before the upgrade are not in it.
+            for statement in StoreSchema.historyStatements { try connection.execute(statement) }
             try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
                 s.bind(.string(currentFormat), at: 1)
                 try s.execute()

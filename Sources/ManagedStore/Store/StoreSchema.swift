@@ -8,7 +8,7 @@ enum StoreSchema {
             // The largest primary key handed out per entity; keys are never reused, so an object
             // ID (and its URI) never comes to name a different object after a delete.
             "CREATE TABLE \"_sequence\" (\"entity\" TEXT PRIMARY KEY, \"max\" INTEGER NOT NULL)",
-        ]
+        ] + historyStatements
         for entity in model.schema {
             statements.append(createTable(entity, named: entity.table))
             statements.append(contentsOf: createIndexes(entity))
@@ -21,6 +21,19 @@ enum StoreSchema {
         }
         return statements
     }
+
+    /// The persistent history (`PersistentHistory.swift`): one row per committed save, whose
+    /// token only grows (AUTOINCREMENT: a token is never handed out again, even after pruning),
+    /// and one row per object it changed. Changes are found by token (the change feed) and by
+    /// object (which properties the store changed after a version: merge policies).
+    static let historyStatements = [
+        "CREATE TABLE \"_history_transaction\" (\"token\" INTEGER PRIMARY KEY AUTOINCREMENT, \"timestamp\" REAL NOT NULL, "
+            + "\"author\" TEXT, \"context\" TEXT)",
+        "CREATE TABLE \"_history_change\" (\"token\" INTEGER NOT NULL, \"entity\" TEXT NOT NULL, \"pk\" INTEGER NOT NULL, "
+            + "\"type\" INTEGER NOT NULL, \"version\" INTEGER, \"properties\" TEXT, \"previous\" TEXT, "
+            + "PRIMARY KEY (\"token\", \"entity\", \"pk\")) WITHOUT ROWID",
+        "CREATE INDEX \"_history_change_object\" ON \"_history_change\" (\"entity\", \"pk\", \"token\")",
+    ]
 
     /// The CREATE TABLE of `entity`'s rows, named `table` (quoted): the entity's own table, or
     /// the replacement a format migration fills before it takes the table's place.

@@ -1,0 +1,118 @@
+import Foundation
+
+/// Reads the persistent history's rows on one connection: transactions after a token, and the
+/// changes one object went through after a version.
+struct HistoryReader {
+    let connection: SQLiteConnection
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+
+    /// Up to `limit` transactions after `token`, oldest first, with their changes; with
+    /// `entities`, only changes of objects of those entities, and only transactions that have some.
+    func transactions(after token: PersistentHistoryToken, limit: Int, entities: Set<String>?) throws(StoreError) -> [PersistentHistoryTransaction] {
+        var tokens: [Int64] = []
+        if let entities {
+            let names = entities.sorted()
+            let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
+            let sql = #"SELECT DISTINCT "token" FROM "_history_change" WHERE "token" > ? AND "entity" IN ("# + marks + #") ORDER BY "token" LIMIT ?"#
+            try connection.withStatement(sql) { s throws(StoreError) in
+                s.bind(token.rawValue, at: 1)
+                for (i, name) in names.enumerated() { s.bindText(name, at: Int32(i + 2)) }
+                s.bind(Int64(limit), at: Int32(names.count + 2))
+                while try s.step() { tokens.append(s.int64(0)) }
+            }
+        } else {
+            try connection.withStatement(#"SELECT "token" FROM "_history_transaction" WHERE "token" > ? ORDER BY "token" LIMIT ?"#) { s throws(StoreError) in
+                s.bind(token.rawValue, at: 1)
+                s.bind(Int64(limit), at: 2)
+                while try s.step() { tokens.append(s.int64(0)) }
+            }
+        }
+        return try tokens.map { token throws(StoreError) in try transaction(token, entities: entities) }
+    }
+
+    private func transaction(_ token: Int64, entities: Set<String>?) throws(StoreError) -> PersistentHistoryTransaction {
+        let (timestamp, author, context) = try connection.withStatement(
+            #"SELECT "timestamp", "author", "context" FROM "_history_transaction" WHERE "token" = ?"#) { s throws(StoreError) in
+            s.bind(token, at: 1)
+            guard try s.step() else { return (0.0, String?.none, String?.none) }
+            return (s.double(0), s.isNull(1) ? nil : s.text(1), s.isNull(2) ? nil : s.text(2))
+        }
+        var changes: [PersistentHistoryChange] = []
+        try connection.withStatement(
+            #"SELECT "entity", "pk", "type", "version", "properties", "previous" FROM "_history_change" WHERE "token" = ? ORDER BY "entity", "pk""#) { s throws(StoreError) in
+            s.bind(token, at: 1)
+            while try s.step() {
+                let entityName = s.text(0)
+                if let entities, !entities.contains(entityName) { continue }
+                if let change = change(from: s) { changes.append(change) }
+            }
+        }
+        return PersistentHistoryTransaction(token: PersistentHistoryToken(rawValue: token), timestamp: Date(timeIntervalSince1970: timestamp),
+                                            author: author, contextName: context, changes: changes)
+    }
+
+    /// The change a row of `_history_change` (columns entity, pk, type, version, properties,
+    /// previous) holds; nil for a row of an entity or kind this model does not know.
+    private func change(from s: SQLiteStatement) -> PersistentHistoryChange? {
+        guard let entity = model.resolvedEntity(named: s.text(0)), let type = HistoryCoding.type(s.int64(2)) else { return nil }
+        let id = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(s.int64(1)))
+        let properties: [String]
+        switch type {
+        case .insert: properties = entity.propertyNames
+        case .delete: properties = []
+        case .update: properties = s.isNull(4) ? [] : (decodeJSON(s.text(4))?.arrayValue ?? []).compactMap(\.stringValue)
+        }
+        let previous = s.isNull(5) ? [:] : decodePrevious(s.text(5), entity: entity)
+        return PersistentHistoryChange(objectID: id, changeType: type, updatedProperties: properties,
+                                       version: s.isNull(3) ? nil : s.int64(3), previousValues: previous)
+    }
+
+    private func decodeJSON(_ text: String) -> JSONValue? { try? JSONParser(maxDepth: 8).parse(Array(text.utf8)) }
+
+    /// Values before a change, as `HistoryCoding.previous` wrote them.
+    func decodePrevious(_ text: String, entity: Entity) -> [String: PersistentHistoryValue] {
+        guard let members = decodeJSON(text)?.objectMembers else { return [:] }
+        var result: [String: PersistentHistoryValue] = [:]
+        for (name, value) in members {
+            switch entity.property(named: name) {
+            case .attribute(let a)?:
+                if let attribute = try? AttributeValue(json: value, type: entity.attributes[a].type) { result[name] = .attribute(attribute) }
+            case .relationship(let r)?:
+                let destination = model.schema[entity.relationships[r].destinationIndex].name
+                func ids(_ key: String) -> [ManagedObjectID] {
+                    (value[key]?.arrayValue ?? []).compactMap(\.int64Value).map {
+                        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination, key: .permanent($0))
+                    }
+                }
+                result[name] = .destinations(added: ids("+"), removed: ids("-"))
+            case nil:
+                continue
+            }
+        }
+        return result
+    }
+
+    /// The changes of the object `entity`/`pk` recorded after it reached `version`, newest
+    /// first; nil when the history no longer reaches that version (pruned, or recorded before
+    /// history was kept), so what changed since is unknown.
+    func changes(ofObject entity: Entity, pk: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]? {
+        let reached: Int64? = try connection.withStatement(
+            #"SELECT "token" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? AND "version" = ? ORDER BY "token" DESC LIMIT 1"#) { s throws(StoreError) in
+            s.bindText(entity.name, at: 1)
+            s.bind(pk, at: 2)
+            s.bind(version, at: 3)
+            return try s.step() ? s.int64(0) : nil
+        }
+        guard let reached else { return nil }
+        var changes: [PersistentHistoryChange] = []
+        try connection.withStatement(
+            #"SELECT "entity", "pk", "type", "version", "properties", "previous" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? AND "token" > ? ORDER BY "token" DESC"#) { s throws(StoreError) in
+            s.bindText(entity.name, at: 1)
+            s.bind(pk, at: 2)
+            s.bind(reached, at: 3)
+            while try s.step() { if let change = change(from: s) { changes.append(change) } }
+        }
+        return changes
+    }
+}
