@@ -33,7 +33,7 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Read contexts for GET requests, each with its own SQLite connection.")
     var readContexts = 4
 
-    @Option(help: "The merge policy when a request names none: error, store-trump, object-trump, overwrite or rollback (only error is implemented yet).")
+    @Option(help: "The merge policy when a request names none: error, store-trump, object-trump, overwrite or rollback.")
     var mergePolicy = "error"
 
     @Option(help: "The largest request body accepted, in bytes (larger is 413, refused before it is all read).")
@@ -68,8 +68,8 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         guard (model == nil) != !demo else { throw ValidationError("give --model FILE or --demo") }
-        guard ServiceConfiguration.mergePolicies.contains(mergePolicy) else {
-            throw ValidationError("--merge-policy must be one of \(ServiceConfiguration.mergePolicies.joined(separator: ", "))")
+        guard MergePolicy(name: mergePolicy) != nil else {
+            throw ValidationError("--merge-policy must be one of \(MergePolicy.builtIn.map(\.name).joined(separator: ", "))")
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
         guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
@@ -84,6 +84,7 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        let signals = SignalWaiter()
         let loaded: ManagedObjectModel
         if let model {
             do {
@@ -109,7 +110,7 @@ struct ServeCommand: ParsableCommand {
         }
         var service = ServiceConfiguration()
         service.readContexts = readContexts
-        service.mergePolicy = mergePolicy
+        service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit
         service.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
@@ -136,7 +137,7 @@ struct ServeCommand: ParsableCommand {
         say("  curl -s \(base)/v1/model")
         say("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
         say("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
-        SignalWaiter.waitForTermination()
+        signals.wait()
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")
         server.stop(timeout: shutdownTimeout)
         say("managedstore: stopped")

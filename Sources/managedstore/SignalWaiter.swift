@@ -1,18 +1,31 @@
 import Dispatch
 import Foundation
 
-/// Blocks until SIGINT or SIGTERM, so the server can stop cleanly (answering waiting requests).
-enum SignalWaiter {
-    static func waitForTermination() {
-        let done = DispatchSemaphore(value: 0)
+/// Catches SIGINT and SIGTERM so the server can stop cleanly (answering what it received).
+///
+/// Installed before the server starts listening: a signal that arrives between the start-up
+/// line and the wait must not find the default action (ending the process at once).
+final class SignalWaiter {
+    private let done = DispatchSemaphore(value: 0)
+    private let sources: [DispatchSourceSignal]
+
+    /// Starts catching the signals now.
+    init() {
         var sources: [DispatchSourceSignal] = []
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { done.signal() }
-            source.resume()
             sources.append(source)
         }
+        self.sources = sources
+        for source in sources {
+            source.setEventHandler { [done] in done.signal() }
+            source.resume()
+        }
+    }
+
+    /// Blocks until one of the signals arrived (since `init`).
+    func wait() {
         done.wait()
         sources.forEach { $0.cancel() }
     }

@@ -477,9 +477,7 @@ struct ReferenceStore: Sendable {
             return
         }
         if !id.isTemporary {
-            if let version, let stored = objects[id]?.version, version != stored {
-                w.lockConflicts.append(.locking(object: id.description, oldVersion: version, newVersion: stored))
-            }
+            if let version, let stored = objects[id]?.version, version != stored { noteStale(&w, id, version, stored) }
             w.addressed.insert(id)
         }
         apply(&w, values, to: id, replace: replace)
@@ -493,10 +491,15 @@ struct ReferenceStore: Sendable {
             w.notFound = target.description
             return
         }
-        if !id.isTemporary, let version, let stored = objects[id]?.version, version != stored {
-            w.lockConflicts.append(.locking(object: id.description, oldVersion: version, newVersion: stored))
-        }
+        if !id.isTemporary, let version, let stored = objects[id]?.version, version != stored { noteStale(&w, id, version, stored) }
         cascadeDelete(&w, id)
+    }
+
+    /// One conflict per object, however many of the request's operations were based on a stale
+    /// version of it: the first such version is the one reported.
+    private func noteStale(_ w: inout Working, _ id: RefID, _ version: Int64, _ stored: Int64) {
+        let already = w.lockConflicts.contains { if case .locking(id.description, _, _) = $0 { return true } else { return false } }
+        if !already { w.lockConflicts.append(.locking(object: id.description, oldVersion: version, newVersion: stored)) }
     }
 
     /// Deletes `id` and applies its delete rules: cascade deletes the destinations (recursively),

@@ -73,6 +73,9 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// The version the store must hold for this object's changes to save.
     var expectedVersion: Int64 { claimedBaseVersion ?? committedVersion }
 
+    /// The properties set since the object was inserted (`noteSetOnInsert`).
+    @exclusivity(unchecked) var setOnInsert: UInt64 = 0
+
     @exclusivity(unchecked) public internal(set) var isInserted = false
     @exclusivity(unchecked) public internal(set) var isDeleted = false
     /// Property indexes set explicitly since the last save (attributes first, then relationships).
@@ -185,12 +188,29 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         let context = requireContext()
         precondition(!isDeleted, "ManagedObject \(objectID): setting '\(entity.attributes[index].name)' on a deleted object")
         fireFaultIfNeeded()
+        if isInserted { noteSetOnInsert(index) }
         if attributes[index] == value { return }
         attributes[index] = value
         if !isInserted {
             changedAttributes.insert(index)
             context.noteUpdated(self)
         }
+    }
+
+    /// Remembers that property `index` (attributes first, then relationships) of an inserted
+    /// object was set: what an insert "sets" when a merge policy folds it into an object
+    /// already holding its unique values. One bit each, no allocation on the insert path.
+    func noteSetOnInsert(_ index: Int) {
+        if index < 64 { setOnInsert |= 1 << UInt64(index) }
+    }
+
+    /// Whether property `index` was set on this inserted object; for an object of more than 64
+    /// properties, the ones past 64 count as set when they differ from their start value.
+    func wasSetOnInsert(_ index: Int) -> Bool {
+        if index < 64 { return setOnInsert & (1 << UInt64(index)) != 0 }
+        let a = entity.attributes.count
+        if index < a { return attributes[index] != entity.defaultAttributes[index] }
+        return !(context?.loadedDestinations(relationships[index - a])?.isEmpty ?? true)
     }
 
     /// The attribute as a Swift type: `object.value("title", as: String.self)`; nil when null

@@ -107,13 +107,14 @@ extension ManagedObjectContext {
     }
 
     private func markChanged(_ object: ManagedObject, relationship r: Int) {
-        guard !object.isInserted else { return }
+        guard !object.isInserted else { return object.noteSetOnInsert(object.entity.attributes.count + r) }
         object.changedRelationships.insert(r)
         noteUpdated(object)
     }
 
     func setToOne(_ owner: ManagedObject, _ r: Int, _ target: ManagedObjectID?) {
         precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
+        if owner.isInserted { owner.noteSetOnInsert(owner.entity.attributes.count + r) }
         let old = toOneValue(of: owner, r)
         guard old != target else { return }
         owner.relationships[r] = .toOne(target)
@@ -125,6 +126,7 @@ extension ManagedObjectContext {
 
     func setToMany(_ owner: ManagedObject, _ r: Int, _ targets: Set<ManagedObjectID>) {
         precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
+        if owner.isInserted { owner.noteSetOnInsert(owner.entity.attributes.count + r) }
         let old = toManyValue(of: owner, r)
         guard old != targets else { return }
         owner.relationships[r] = .toMany(targets)
@@ -185,6 +187,13 @@ extension ManagedObjectContext {
 
     // MARK: Deleting
 
+    /// What deleting one object did to others: the objects its cascades deleted, and the
+    /// inverse relationships its nullify rules emptied of it.
+    struct DeletionEffects {
+        var cascaded: [ManagedObject] = []
+        var nullified: [(target: ManagedObjectID, relationship: Int)] = []
+    }
+
     /// Marks `object` deleted and applies the delete rules of its relationships at once:
     /// cascade deletes the destinations, nullify removes it from their inverse. `deny` is
     /// checked when saving, so the destinations may still be removed before then [delete(_:)].
@@ -198,6 +207,9 @@ extension ManagedObjectContext {
         // registered until the save: its delete rules are checked like any other's (a deny
         // still refuses), and whoever still points at it learns that it is deleted.
         if object.isInserted { discardedInsertList.append(object) } else { deletedList.append(object) }
+        // What the delete rules did, so that a merge policy that keeps the object (store-trump,
+        // rollback) can undo it (`undelete`).
+        var effects = DeletionEffects()
         for relationship in object.entity.relationships {
             let targets: [ManagedObjectID] = relationship.isToMany
                 ? toManyValue(of: object, relationship.index).sortedByKey()
@@ -206,13 +218,20 @@ extension ManagedObjectContext {
             case .cascade:
                 for target in targets {
                     let destination = self.object(with: target)
-                    if !destination.isDeleted { delete(destination) }
+                    if !destination.isDeleted {
+                        delete(destination)
+                        effects.cascaded.append(destination)
+                    }
                 }
             case .nullify:
-                for target in targets { unlink(target, relationship.inverseIndex, from: object.objectID) }
+                for target in targets {
+                    unlink(target, relationship.inverseIndex, from: object.objectID)
+                    effects.nullified.append((target, relationship.inverseIndex))
+                }
             case .deny, .noAction:
                 break
             }
         }
+        deletionEffects[ObjectIdentifier(object)] = effects
     }
 }

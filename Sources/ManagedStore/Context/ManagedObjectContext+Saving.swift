@@ -5,24 +5,51 @@ extension ManagedObjectContext {
     /// Writes every change in one transaction [save()], and returns what changed in the store
     /// (the did-save notification's inserted, updated and deleted objects).
     ///
+    /// Conflicts with changes committed elsewhere after the versions the changes were based on
+    /// are resolved by `mergePolicy` (the context's, unless one is given for this save): the
+    /// objects take in the store's state as the policy says, and the save runs again. Under
+    /// `error`, or when a conflict cannot be resolved, the save fails.
+    ///
     /// Throws `SaveError.validation` with every broken rule, `SaveError.conflict` with every
-    /// object another context changed since this one read it (and every uniqueness violation),
-    /// or `SaveError.store`. In each case nothing is written and the context keeps its changes;
-    /// `refresh(_:mergeChanges: true)` or `rollback()` are the ways forward.
+    /// conflict (and every uniqueness violation), or `SaveError.store`. In each case nothing is
+    /// written and the context keeps its changes; `refresh(_:mergeChanges: true)` or
+    /// `rollback()` are the ways forward.
     @discardableResult
-    public func save() throws(SaveError) -> SavedChanges {
+    public func save(mergePolicy: MergePolicy? = nil) throws(SaveError) -> SavedChanges {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
-        compactChangeLists()
-        guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else { return .none }
-        let errors = validationErrors()
-        guard errors.isEmpty else { throw .validation(errors) }
-        guard hasChanges || !baseVersionList.isEmpty else {
-            // Only objects inserted and deleted again (their deletion allowed): nothing to write.
-            forgetDiscardedInserts()
-            return .none
+        let policy = mergePolicy ?? _mergePolicy
+        var resolution = MergeResolution()
+        for attempt in 1...Self.mergeAttempts {
+            compactChangeLists()
+            guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else { return resolution.saved(.none) }
+            let errors = validationErrors()
+            guard errors.isEmpty else { throw .validation(errors) }
+            guard hasChanges || !baseVersionList.isEmpty else {
+                // Only objects inserted and deleted again (their deletion allowed): nothing to write.
+                forgetDiscardedInserts()
+                return resolution.saved(.none)
+            }
+            do throws(ChangeSetRejection) {
+                return resolution.saved(try writeChanges())
+            } catch {
+                guard case let .conflicts(versions, constraints) = error else { throw saveError(for: error) }
+                let merge = try mergeConflicts(versions.map(\.id))
+                guard policy.resolves, attempt < Self.mergeAttempts else {
+                    throw .conflict(mergeConflicts: merge, constraintConflicts: constraints)
+                }
+                try resolve(merge, constraints, policy: policy, into: &resolution)
+            }
         }
+        preconditionFailure("unreachable: the last attempt returns or throws")
+    }
 
+    /// How many times a save resolves conflicts and tries again before it gives up: another
+    /// context may commit between two tries (inside a group commit none can).
+    static let mergeAttempts = 8
+
+    /// Writes the pending changes once; throws the store's refusal (conflicts, references).
+    private func writeChanges() throws(ChangeSetRejection) -> SavedChanges {
         var changes = makeChangeSet()
         if coordinator.storeDescription.recordsHistory { changes.history = historyDraft(for: changes) }
         var altered = objectsAlteredThroughInverses()
@@ -34,7 +61,7 @@ extension ManagedObjectContext {
                     .write(changes)
             }
         } catch let rejection as ChangeSetRejection {
-            throw saveError(for: rejection)
+            throw rejection
         } catch {
             throw .store(StoreError(wrapping: error))
         }
@@ -47,6 +74,17 @@ extension ManagedObjectContext {
         didSave(changes, permanentIDs: written.insertedIDs)
         return SavedChanges(inserted: written.insertedIDs, updated: altered.sortedByEntityAndKey(), deleted: deleted.sortedByEntityAndKey(),
                             token: written.token)
+    }
+
+    /// The conflict records of the objects `ids` (their stored versions are not the base ones).
+    private func mergeConflicts(_ ids: [ManagedObjectID]) throws(SaveError) -> [MergeConflict] {
+        do {
+            return try readStore { connection in
+                try ids.compactMap { id throws -> MergeConflict? in try lookup(id).map { try mergeConflict(for: $0, connection) } }
+            }
+        } catch {
+            throw .store(StoreError(wrapping: error))
+        }
     }
 
     /// Every rule the pending changes break, as `save()` would report them, without saving
@@ -200,42 +238,16 @@ extension ManagedObjectContext {
 
     private func saveError(for rejection: ChangeSetRejection) -> SaveError {
         switch rejection {
-        case let .conflicts(versions, constraints):
-            let merge = versions.compactMap { conflict -> MergeConflict? in
-                guard let object = lookup(conflict.id) else { return nil }
-                let entity = object.entity
-                let persisted = conflict.row.map { row in
-                    rowSnapshot(entity, row.attributes, row.foreignKeys.enumerated().map { position, pk in
-                        pk.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier,
-                                                 entityName: coordinator.model.schema[entity.relationships[entity.foreignKeyRelationships[position]].destinationIndex].name,
-                                                 key: .permanent($0)) }
-                    })
-                }
-                let changed = object.changedAttributes.map { entity.attributes[$0].name } + object.changedRelationships.map { entity.relationships[$0].name }
-                // Based on a version this context never read (`baseVersion`): its values are unknown.
-                let knowsBase = object.expectedVersion == object.committedVersion
-                return MergeConflict(
-                    objectID: object.objectID, oldVersion: object.expectedVersion, newVersion: conflict.row?.version ?? 0,
-                    objectSnapshot: object.isDeleted ? nil : rowSnapshot(entity, object.attributes, entity.foreignKeyRelationships.map { toOneTarget(object.relationships[$0]) }),
-                    cachedSnapshot: knowsBase ? rowSnapshot(entity, object.committedAttributes, entity.foreignKeyRelationships.map { toOneTarget(object.committedRelationships[$0]) }) : nil,
-                    persistedSnapshot: persisted, changedProperties: Set(changed))
-            }
-            return .conflict(mergeConflicts: merge, constraintConflicts: constraints)
+        case .conflicts(_, let constraints):
+            // `save` builds the records of version conflicts itself (they need the store).
+            return .conflict(mergeConflicts: [], constraintConflicts: constraints)
         case .invalidReferences(let references):
             return .validation(references.map { reference in
                 .invalidDestination(of: reference.owner, reference.relationship, target: reference.target)
             })
+        case .store(let error):
+            return .store(error)
         }
-    }
-
-    /// Attributes and stored to-one keys by name: the shape of the three conflict snapshots.
-    private func rowSnapshot(_ entity: Entity, _ attributes: [AttributeValue], _ foreignKeys: [ManagedObjectID?]) -> ObjectSnapshot {
-        var result: ObjectSnapshot = [:]
-        for (i, attribute) in entity.attributes.enumerated() where i < attributes.count { result[attribute.name] = .attribute(attributes[i]) }
-        for (position, r) in entity.foreignKeyRelationships.enumerated() where position < foreignKeys.count {
-            result[entity.relationships[r].name] = .object(foreignKeys[position])
-        }
-        return result
     }
 
     /// Makes the context's objects match the committed store: permanent IDs, new versions,
@@ -264,6 +276,7 @@ extension ManagedObjectContext {
         touchedList = []
         for object in baseVersionList { object.claimedBaseVersion = nil }
         baseVersionList = []
+        deletionEffects = [:]
         forgetDiscardedInserts()
     }
 

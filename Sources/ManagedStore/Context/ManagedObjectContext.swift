@@ -31,7 +31,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     let queue: DispatchQueue
-    @exclusivity(unchecked) private var _mergePolicy: MergePolicy = .error
+    @exclusivity(unchecked) var _mergePolicy: MergePolicy = .error
     /// `transactionAuthor`'s storage.
     @exclusivity(unchecked) var author: String?
 
@@ -54,6 +54,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var discardedInsertList: [ManagedObject] = []
     /// Objects given a `baseVersion`: the save checks their version even if it changes nothing.
     @exclusivity(unchecked) var baseVersionList: [ManagedObject] = []
+    /// What each pending delete did to other objects (`delete(_:)`), by deleted object.
+    @exclusivity(unchecked) var deletionEffects: [ObjectIdentifier: DeletionEffects] = [:]
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
@@ -341,7 +343,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         // A context that holds nothing has nothing to detach (read contexts that answered a
         // request from the store directly): clearing an empty table still sweeps its buckets.
         if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty
-            && discardedInsertList.isEmpty && baseVersionList.isEmpty { return }
+            && discardedInsertList.isEmpty && baseVersionList.isEmpty && deletionEffects.isEmpty { return }
         generation += 1  // detaches every object handed out so far, in O(1)
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
@@ -351,6 +353,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         touchedList.removeAll(keepingCapacity: true)
         discardedInsertList.removeAll()
         baseVersionList.removeAll()
+        deletionEffects.removeAll()
         registrationsSincePurge = 0
     }
 
@@ -367,6 +370,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         }
         for object in baseVersionList { object.claimedBaseVersion = nil }
         baseVersionList = []
+        deletionEffects = [:]
         discardedInsertList = []
         insertedList = []
         updatedList = []

@@ -73,7 +73,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// (`StoreFormatMigration`). Returns the store's UUID.
     private static func prepareSchema(_ connection: SQLiteConnection, model: ManagedObjectModel, path: String) throws(StoreError) -> UUID {
         do {
-            return try connection.writeTransaction { () throws -> UUID in
+            return try connection.inTransaction { () throws -> UUID in
                 let hasMetadata = try connection.scalarInt(
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_metadata'") != nil
                 if hasMetadata {
@@ -110,7 +110,7 @@ public final class PersistentStoreCoordinator: Sendable {
                     }
                 }
                 return uuid
-            }.result
+            }
         } catch {
             throw StoreError(wrapping: error)
         }
@@ -124,15 +124,21 @@ public final class PersistentStoreCoordinator: Sendable {
         if let readers, !throughWriter {
             return try readers.withSnapshot(currentCommit: { commitCount }, body)
         }
+        // Inside a group commit, on its thread: the group's transaction shows its own writes.
+        if let group = writer.currentGroup { return try body(group.connection) }
         return try writer.withConnection { connection in try connection.readTransaction { try body(connection) } }
     }
 
-    /// Runs `body` on the writer inside one write transaction (a savepoint inside a group
-    /// commit); rolls back if it throws.
+    /// Runs `body` on the writer inside one write transaction, and commits; rolls back if it
+    /// throws. Inside a group commit (on its thread) `body` joins the group's transaction in a
+    /// savepoint of its own instead.
     func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try writer.withConnection { connection in
-            let (result, committed) = try connection.writeTransaction { try body(connection) }
-            if committed { didCommit(connection) }
+        if let group = writer.currentGroup {
+            return try group.inSavepoint("save") { try body(group.connection) }
+        }
+        return try writer.withConnection { connection in
+            let result = try connection.inTransaction { try body(connection) }
+            didCommit(connection)
             return result
         }
     }
@@ -188,7 +194,7 @@ public final class PersistentStoreCoordinator: Sendable {
             let group = GroupCommit(connection: connection)
             try connection.cachedStatement("BEGIN IMMEDIATE").execute()
             do {
-                let result = try body(group)
+                let result = try writer.withGroup(group) { try body(group) }
                 if connection.isInTransaction {
                     try connection.cachedStatement("COMMIT").execute()
                     didCommit(connection)

@@ -16,13 +16,20 @@ public struct SavedChanges: Sendable, Hashable {
     /// The save's transaction in the persistent history; nil when the store records none (or
     /// the save wrote nothing).
     public let token: PersistentHistoryToken?
+    /// The conflicts the save's merge policy resolved (empty under `error`).
+    public let resolved: [ResolvedConflict]
+    /// Inserts a uniqueness resolution folded into another object (never saved themselves):
+    /// their temporary IDs, and the ID of the object that holds their values now.
+    public let mergedInserts: [ManagedObjectID: ManagedObjectID]
 
     public init(inserted: [ManagedObjectID] = [], updated: [ManagedObjectID] = [], deleted: [ManagedObjectID] = [],
-                token: PersistentHistoryToken? = nil) {
+                token: PersistentHistoryToken? = nil, resolved: [ResolvedConflict] = [], mergedInserts: [ManagedObjectID: ManagedObjectID] = [:]) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
         self.token = token
+        self.resolved = resolved
+        self.mergedInserts = mergedInserts
     }
 
     /// A save that wrote nothing.

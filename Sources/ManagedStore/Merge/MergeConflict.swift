@@ -2,6 +2,7 @@
 public enum PropertyValue: Sendable, Hashable, CustomStringConvertible {
     case attribute(AttributeValue)
     case object(ManagedObjectID?)
+    /// A to-many relationship's destinations, in primary-key order.
     case objects([ManagedObjectID])
 
     public var description: String {
@@ -18,34 +19,44 @@ public typealias ObjectSnapshot = [String: PropertyValue]
 
 /// An optimistic-locking conflict on one object [NSMergeConflict].
 ///
-/// The context read the object at `oldVersion`; the store now holds `newVersion` (0 when the
-/// object was deleted there). The snapshots hold attributes and to-one relationships.
+/// The change was based on `oldVersion`; the store now holds `newVersion` (0 when the object
+/// was deleted there). Snapshots hold every property, relationships included.
 public struct MergeConflict: Sendable, Hashable {
     public let objectID: ManagedObjectID
     public let oldVersion: Int64
     public let newVersion: Int64
     /// The values this context would have saved; nil if the context deleted the object.
     public let objectSnapshot: ObjectSnapshot?
-    /// The values when this context read the object (at `oldVersion`); nil when they are not
-    /// known (the change was based on a version the context never read: `baseVersion`).
+    /// The values at `oldVersion`; nil when they are not known (the persistent history no
+    /// longer reaches that version, and this context did not read it).
     public let cachedSnapshot: ObjectSnapshot?
     /// The values in the store now; nil when the store no longer has the object.
     public let persistedSnapshot: ObjectSnapshot?
-    /// The properties this context changed.
+    /// The properties this context changed (R).
     public let changedProperties: Set<String>
+    /// The properties the store changed after `oldVersion` (C), from the persistent history;
+    /// nil when that is not known, and then every property counts as changed.
+    public let storeChangedProperties: Set<String>?
 
-    /// Properties the store changed after `oldVersion` (by comparing the cached and persisted snapshots).
-    public var storeChangedProperties: Set<String> {
-        guard let cachedSnapshot, let persistedSnapshot else { return [] }
-        return Set(persistedSnapshot.keys.filter { persistedSnapshot[$0] != cachedSnapshot[$0] })
+    public init(objectID: ManagedObjectID, oldVersion: Int64, newVersion: Int64, objectSnapshot: ObjectSnapshot?,
+                cachedSnapshot: ObjectSnapshot?, persistedSnapshot: ObjectSnapshot?, changedProperties: Set<String>,
+                storeChangedProperties: Set<String>?) {
+        self.objectID = objectID
+        self.oldVersion = oldVersion
+        self.newVersion = newVersion
+        self.objectSnapshot = objectSnapshot
+        self.cachedSnapshot = cachedSnapshot
+        self.persistedSnapshot = persistedSnapshot
+        self.changedProperties = changedProperties
+        self.storeChangedProperties = storeChangedProperties
     }
 
-    /// Properties both sides changed: R ∩ C in the API contract. When the values at
-    /// `oldVersion` are not known, every property counts as changed by the store, so this is
-    /// every property this context changed.
+    /// Whether the store changed `property` after `oldVersion` (true when that is not known).
+    public func storeChanged(_ property: String) -> Bool { storeChangedProperties?.contains(property) ?? true }
+
+    /// Properties both sides changed: R ∩ C in the API contract (all of R when C is not known).
     public var conflictingProperties: Set<String> {
-        guard cachedSnapshot != nil else { return changedProperties }
-        return changedProperties.intersection(storeChangedProperties)
+        storeChangedProperties.map { changedProperties.intersection($0) } ?? changedProperties
     }
 }
 
@@ -60,4 +71,12 @@ public struct ConstraintConflict: Sendable, Hashable {
     public let conflictingObjects: [ManagedObjectID]
     /// Objects of this save that have those values.
     public let objects: [ManagedObjectID]
+}
+
+/// A conflict a merge policy resolved, as a save reports it.
+public enum ResolvedConflict: Sendable, Hashable {
+    case optimisticLocking(MergeConflict)
+    /// A uniqueness conflict of inserts; `survivor` is the object that now holds the values
+    /// (the stored one, or the first insert), `merged` the inserts folded into it.
+    case uniqueness(ConstraintConflict, survivor: ManagedObjectID, merged: [ManagedObjectID])
 }

@@ -91,6 +91,8 @@ enum ChangeSetRejection: Error {
     case conflicts(versions: [(id: ManagedObjectID, row: StoredRow?)], constraints: [ConstraintConflict])
     /// References to objects that do not exist (or are deleted by this same save).
     case invalidReferences([(owner: ManagedObjectID, relationship: String, target: ManagedObjectID)])
+    /// The store failed underneath.
+    case store(StoreError)
 }
 
 /// The history record of one save, before the store gives it a token and its inserted objects

@@ -118,51 +118,53 @@ final class SQLiteConnection {
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
-    private var savepointDepth = 0
-
     /// Runs `body` in a write transaction (BEGIN IMMEDIATE, so the write lock is taken up front
-    /// and a busy store is waited for at BEGIN, never half way). Rolls back on any error.
-    /// Inside an open transaction (a group commit) it is a SAVEPOINT instead: an error rolls
-    /// back `body`'s writes alone and the enclosing transaction goes on.
-    /// Returns the result and whether this call committed (false for a savepoint).
-    func writeTransaction<T>(_ body: () throws -> T) throws -> (result: T, committed: Bool) {
-        // Cached statements, not sqlite3_exec: a group commit opens a savepoint per request, and
-        // parsing these again each time cost more than the request's own INSERT.
-        if isInTransaction {
-            savepointDepth += 1
-            defer { savepointDepth -= 1 }
-            let savepoint = savepointSQL(depth: savepointDepth)
-            try cachedStatement(savepoint.begin).execute()
-            do {
-                let result = try body()
-                try cachedStatement(savepoint.release).execute()
-                return (result, false)
-            } catch {
-                try? cachedStatement(savepoint.rollback).execute()
-                try? cachedStatement(savepoint.release).execute()
-                throw error
-            }
-        }
+    /// and a busy store is waited for at BEGIN, never half way), and commits; rolls back on any
+    /// error. Not inside another transaction: a group commit's saves use `inSavepoint`.
+    func inTransaction<T>(_ body: () throws -> T) throws -> T {
+        // Cached statements, not sqlite3_exec: parsing these again each time cost more than a
+        // request's own INSERT.
+        precondition(!isInTransaction, "inTransaction inside a transaction: join it with inSavepoint")
         try cachedStatement("BEGIN IMMEDIATE").execute()
         do {
             let result = try body()
             try cachedStatement("COMMIT").execute()
-            return (result, true)
+            return result
         } catch {
             if isInTransaction { try? cachedStatement("ROLLBACK").execute() }
             throw error
         }
     }
 
-    private var savepoints: [(begin: String, release: String, rollback: String)] = []
-
-    /// The statements of the savepoint at nesting `depth` (1 for the outermost), made once.
-    private func savepointSQL(depth: Int) -> (begin: String, release: String, rollback: String) {
-        while savepoints.count < depth {
-            let name = "ms_save_\(savepoints.count + 1)"
-            savepoints.append(("SAVEPOINT \(name)", "RELEASE \(name)", "ROLLBACK TO \(name)"))
+    /// Runs `body` in the savepoint `name` of the open transaction: an error rolls back
+    /// `body`'s writes alone and the transaction goes on (unless SQLite ended it: check
+    /// `isInTransaction`).
+    func inSavepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        precondition(isInTransaction, "inSavepoint outside a transaction")
+        let statements = savepointSQL(name)
+        try cachedStatement(statements.begin).execute()
+        do {
+            let result = try body()
+            try cachedStatement(statements.release).execute()
+            return result
+        } catch {
+            if isInTransaction {
+                try? cachedStatement(statements.rollback).execute()
+                try? cachedStatement(statements.release).execute()
+            }
+            throw error
         }
-        return savepoints[depth - 1]
+    }
+
+    private var savepoints: [String: (begin: String, release: String, rollback: String)] = [:]
+
+    /// The statements of savepoint `name`, made once.
+    private func savepointSQL(_ name: String) -> (begin: String, release: String, rollback: String) {
+        if let known = savepoints[name] { return known }
+        let quoted = quoteIdentifier(name)
+        let statements = ("SAVEPOINT \(quoted)", "RELEASE \(quoted)", "ROLLBACK TO \(quoted)")
+        savepoints[name] = statements
+        return statements
     }
 
     /// Runs `body` in a read transaction: every statement inside sees the same snapshot.

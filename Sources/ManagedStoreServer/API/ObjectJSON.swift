@@ -169,6 +169,33 @@ struct ObjectJSONEncoder {
         return writer.bytes
     }
 
+    /// An object's state (read on the write thread) as the same JSON `body(_:)` writes.
+    func encode(_ state: ObjectState, into writer: inout JSONWriter) {
+        let layout = layouts[state.id.entityName]
+        Self.writeHead(state.id, version: state.version, into: &writer)
+        for (index, attribute) in layout.attributes.enumerated() where index < state.attributes.count {
+            writer.writeRaw(attribute.key)
+            writer.write(state.attributes[index])
+        }
+        for (index, relationship) in layout.relationships.enumerated() where index < state.relationships.count {
+            writer.writeRaw(relationship.key)
+            let destinations = state.relationships[index]
+            if layout.isToMany[index] {
+                writer.writeRaw("[")
+                for (i, id) in destinations.enumerated() {
+                    if i > 0 { writer.writeRaw(",") }
+                    writer.write(id)
+                }
+                writer.writeRaw("]")
+            } else if let target = destinations.first {
+                writer.write(target)
+            } else {
+                writer.writeRaw("null")
+            }
+        }
+        writer.writeRaw("}")
+    }
+
     /// One object's stored row as a response body, the same JSON `body(_:)` writes for its
     /// managed object. Embedding (`include`) needs the related objects: use `body(_:)` for it.
     func body(_ row: borrowing StoredObjectRow) throws -> [UInt8] {

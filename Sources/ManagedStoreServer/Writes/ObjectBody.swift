@@ -1,12 +1,5 @@
 import ManagedStore
 
-/// Where a relationship value points: a saved object, or an object inserted earlier in the
-/// same transaction (its `ref`).
-enum ObjectReference: Sendable, Hashable {
-    case id(ManagedObjectID)
-    case ref(String)
-}
-
 /// A JSON object body, checked against the entity: known properties only, values of the
 /// right JSON shape, converted to attribute values and references.
 struct ObjectBody: Sendable {

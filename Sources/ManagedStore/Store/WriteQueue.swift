@@ -1,0 +1,196 @@
+import Foundation
+
+/// What became of one unit of work submitted to a `WriteQueue`.
+public enum WriteOutcome<Result: Sendable>: Sendable {
+    /// The work ran, and what it wrote (if anything) is committed.
+    case completed(Result)
+    /// The work ran and saved, but SQLite then rolled the whole group's transaction back on its
+    /// own (a full disk, an I/O error): nothing of it was written. It may be submitted again.
+    case undone
+    /// The queue was stopped before the work ran: nothing of it was written.
+    case notRun
+}
+
+/// The store's one serialized write queue [the seed articles' "one background queue for
+/// writes"]: a thread of its own with one context, where submitted work runs in the order it
+/// arrived. While work runs, the work that arrives waits; then everything waiting runs in one
+/// SQLite transaction (group commit), each unit's saves in savepoints of their own so a failing
+/// unit rolls back alone, and each completion hears its outcome only once the COMMIT is
+/// durable, so a completion never reports a write that a crash could still lose.
+///
+/// Readers are never blocked by it (WAL). The queue's context reads through the writer, so
+/// work sees what earlier units of the same group wrote.
+///
+/// `@unchecked Sendable`: `pending`, `running`, `started`, `exited` and the counters are only
+/// touched under `condition`'s lock; `context` only on the queue's thread.
+public final class WriteQueue: @unchecked Sendable {
+    /// One unit: the work (run on the queue's context) and what to do with its outcome.
+    private struct Job {
+        let run: (ManagedObjectContext) -> Void
+        let finish: (_ undone: Bool) -> Void
+        let notRun: () -> Void
+    }
+
+    private let condition = NSCondition()
+    private var pending: [Job] = []
+    private var running = true
+    private var started = false
+    private var exited = false
+    private let context: ManagedObjectContext
+    private let coordinator: PersistentStoreCoordinator
+    private let groupCommit: Bool
+    private var unitCount = 0
+    private var transactionCount = 0
+
+    /// A queue writing to `coordinator`'s store. With `groupCommit` off, every unit commits
+    /// alone (for comparison: that is what group commit saves).
+    public init(coordinator: PersistentStoreCoordinator, name: String = "writer", groupCommit: Bool = true) {
+        self.coordinator = coordinator
+        self.groupCommit = groupCommit
+        self.context = ManagedObjectContext(coordinator: coordinator, name: name, readsThroughWriter: true)
+    }
+
+    /// Starts the queue's thread.
+    public func start() {
+        condition.lock()
+        started = true
+        condition.unlock()
+        let thread = Thread { [self] in self.run() }
+        thread.name = "ManagedStore.\(context.name)"
+        thread.start()
+    }
+
+    /// Takes no more work (what is submitted later completes `.notRun` at once), waits until
+    /// `deadline` for the work already submitted to finish, and lets the thread end. Returns
+    /// whether the queue finished in time; stopping a stopped queue returns at once.
+    @discardableResult
+    public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        running = false
+        condition.broadcast()
+        guard started else { return true }
+        while !exited {
+            let now = DispatchTime.now()
+            guard now < deadline else { return false }
+            let seconds = Double(deadline.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(seconds, 3600)))
+        }
+        return true
+    }
+
+    /// Queues `work`, to run on the queue's context (its one parameter) inside the queue's
+    /// group commit; `completion` gets its outcome once it is committed (or undone), on the
+    /// queue's thread: keep it short (hand heavy work, such as encoding an answer, elsewhere).
+    ///
+    /// The work saves the context as usual (`context.save(mergePolicy:)`); its saves join the
+    /// group. A unit that fails should `rollback()` the context, so that the next one starts
+    /// clean. The context is reset after every group.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable (ManagedObjectContext) -> T,
+                                    completion: @escaping @Sendable (WriteOutcome<T>) -> Void) {
+        // The result is kept here between running and finishing, on the queue's thread only.
+        let box = ResultBox<T>()
+        let job = Job(run: { context in box.value = work(context) },
+                      finish: { undone in completion(undone ? .undone : box.value.map(WriteOutcome.completed) ?? .undone) },
+                      notRun: { completion(.notRun) })
+        condition.lock()
+        guard running else {
+            condition.unlock()
+            job.notRun()
+            return
+        }
+        pending.append(job)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Units of work run, and the transactions they took (fewer when group commit works).
+    public var counters: (units: Int, transactions: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (unitCount, transactionCount)
+    }
+
+    /// Work waiting to run.
+    public var depth: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while pending.isEmpty && running { condition.wait() }
+            if pending.isEmpty {
+                exited = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let batch: [Job]
+            if groupCommit {
+                batch = pending
+                pending = []
+            } else {
+                batch = [pending.removeFirst()]
+            }
+            condition.unlock()
+            let undone = execute(batch)
+            condition.lock()
+            unitCount += batch.count
+            transactionCount += 1
+            condition.unlock()
+            for (job, undone) in zip(batch, undone) { job.finish(undone) }
+        }
+    }
+
+    /// Runs a batch in one group commit; returns, per unit, whether its writes were undone.
+    /// When SQLite rolls the whole transaction back by itself (after one unit's savepoint failed
+    /// with a full disk or an I/O error), the units before it that wrote were undone too, and
+    /// the rest of the batch runs in a new transaction. If the COMMIT itself fails, every unit
+    /// that wrote since the transaction began was undone.
+    private func execute(_ batch: [Job]) -> [Bool] {
+        context.performAndWait {
+            var undone = [Bool](repeating: false, count: batch.count)
+            var wrote = [Bool](repeating: false, count: batch.count)
+            var transactionStart = 0
+            var ran = 0
+            func undoSince(_ start: Int) {
+                for i in start..<ran where wrote[i] { undone[i] = true }
+            }
+            do {
+                try coordinator.performGroupCommit { group in
+                    for (i, job) in batch.enumerated() {
+                        group.markUnit()
+                        job.run(context)
+                        wrote[i] = group.wroteSinceMark
+                        ran = i + 1
+                        guard !group.isIntact else { continue }
+                        undoSince(transactionStart)
+                        // The context's objects hold what the undone saves committed: start over.
+                        context.reset()
+                        transactionStart = ran
+                        if ran < batch.count { try group.restart() }
+                    }
+                }
+            } catch {
+                undoSince(transactionStart)
+                // Units not run because the transaction could not begin again wrote nothing;
+                // they are told they were undone, so that they can be submitted again.
+                for i in ran..<batch.count { undone[i] = true }
+            }
+            // The next batch starts from the store, not from what this one left in memory.
+            context.reset()
+            return undone
+        }
+    }
+}
+
+/// A unit's result between its run and its completion, on the queue's thread.
+///
+/// `@unchecked Sendable`: written by the unit's run and read by its finish, both on the queue's
+/// thread, one after the other.
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}

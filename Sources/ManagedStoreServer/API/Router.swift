@@ -1,0 +1,166 @@
+import Foundation
+import ManagedStore
+
+/// How the service behaves, from `managedstore serve`'s flags.
+public struct ServiceConfiguration: Sendable {
+    /// Read contexts GET requests borrow (each with its own reader connection).
+    public var readContexts = 4
+    /// The merge policy when a request names none.
+    public var mergePolicy: MergePolicy = .error
+    /// Refuse PATCH, PUT and DELETE without a base version (428).
+    public var requireIfMatch = false
+    /// Drain every waiting write into one transaction (off: one commit per request, for comparison).
+    public var groupCommit = true
+    /// How long one fetch or count may run (in SQLite and in memory) before it is stopped
+    /// and answered 503 `query-timeout`.
+    public var queryTimeout: Duration = .seconds(5)
+
+    public init() {}
+}
+
+/// The REST API of `shared/api-contract.md` over one store, as a router: each request goes to
+/// the read handlers (answered on the front thread), or is parsed into a `WriteRequest` and
+/// queued on the one write queue (its connection suspended until the answer).
+public final class ManagedStoreService: HTTPRequestHandler {
+    public let coordinator: PersistentStoreCoordinator
+    let configuration: ServiceConfiguration
+    let writes: WriteQueue
+    let reads: ReadHandlers
+    let parser: WriteRequestParser
+    /// Every entity's JSON keys, made once.
+    let layouts: JSONLayouts
+    private let ready = ReadyFlag()
+    /// Where answers to writes are written as JSON: off the write thread.
+    private let answering = DispatchQueue(label: "ManagedStore.write-answers", attributes: .concurrent)
+
+    public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration) {
+        self.coordinator = coordinator
+        self.configuration = configuration
+        self.layouts = JSONLayouts(coordinator.model)
+        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration,
+                                  reads: ReadContextPool(coordinator: coordinator, count: configuration.readContexts), layouts: layouts)
+        self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
+        self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
+    }
+
+    public func start() {
+        writes.start()
+        ready.set(true)
+    }
+
+    /// Stops taking writes and waits until `deadline` for the queued ones to be answered and
+    /// committed. Returns whether the queue finished by then.
+    @discardableResult
+    public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
+        ready.set(false)
+        return writes.stop(deadline: deadline)
+    }
+
+    var model: ManagedObjectModel { coordinator.model }
+
+    public func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome {
+        do {
+            return try route(request)
+        } catch let problem as Problem {
+            return .respond(problem.response)
+        } catch {
+            return .respond(Problem.internalError("\(error)").response)
+        }
+    }
+
+    // MARK: Routing
+
+    private func route(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
+        let segments = request.pathSegments
+        guard segments.first == "v1" else { throw Problem.notFound("no resource at \(request.path); the API lives under /v1") }
+        let rest = segments[1...]  // indexes from 1: rest[2] is segments[2]
+        switch (request.method, rest.count, rest.first) {
+        case ("GET", 1, "model"), ("HEAD", 1, "model"):
+            return .respond(.json(200, model.jsonValue.serialized().utf8Array))
+        case ("GET", 1, "healthz"):
+            let (requests, batches) = writes.counters
+            let body = JSONValue.object([("status", .string("ok")), ("writeRequests", .number(String(requests))),
+                                         ("writeTransactions", .number(String(batches))), ("commits", .number(String(coordinator.commitCount))),
+                                         ("walBytes", .number(String(coordinator.walSize)))])
+            return .respond(.json(200, body.serialized().utf8Array))
+        case ("GET", 1, "readyz"):
+            guard ready.value else { throw Problem.unavailable("the store is not ready") }
+            return .respond(.json(200, Array(#"{"status":"ready"}"#.utf8)))
+        case ("GET", 1, "openapi.yaml"):
+            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: OpenAPIDocument.yaml.utf8Array))
+        case ("GET", 1, "openapi.json"):
+            return .respond(.json(200, OpenAPIDocument.json.utf8Array))
+        case (_, 1, "changes"):
+            guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET"]) }
+            throw Problem.notImplemented("the change feed (persistent history) is not implemented yet")
+        case (_, 1, "transactions"):
+            guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
+            return enqueue(try parser.transaction(request))
+        case (_, 2, "objects"):
+            return try collection(request, entityName: rest[2])
+        case (_, 3, "objects"):
+            return try single(request, entityName: rest[2], key: rest[3])
+        case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"):
+            throw Problem.methodNotAllowed(request.method, allowed: ["GET"])
+        default:
+            throw Problem.notFound("no resource at \(request.path)")
+        }
+    }
+
+    private func collection(_ request: HTTPRequest, entityName: String) throws -> HTTPHandlerOutcome {
+        let entity = try parser.entity(entityName)
+        switch request.method {
+        case "GET", "HEAD":
+            return .respond(try reads.fetch(request, entity: entity))
+        case "POST":
+            return enqueue(try parser.insert(request, entity: entity))
+        case "PATCH", "DELETE":
+            guard request.queryValue("where") != nil else {
+                throw Problem.badRequest("batch \(request.method == "PATCH" ? "update" : "delete") needs ?where=…; ask for every object with where=TRUEPREDICATE")
+            }
+            throw Problem.notImplemented("batch \(request.method == "PATCH" ? "update" : "delete") is not implemented yet")
+        default:
+            throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
+        }
+    }
+
+    private func single(_ request: HTTPRequest, entityName: String, key: String) throws -> HTTPHandlerOutcome {
+        let entity = try parser.entity(entityName)
+        guard let pk = Int64(key), pk > 0, let id = coordinator.managedObjectID(entityName: entity.name, primaryKey: pk) else {
+            throw Problem.notFound("no object \(entityName)/\(key.prefix(40)) (keys are positive integers)")
+        }
+        switch request.method {
+        case "GET", "HEAD":
+            return .respond(try reads.getOne(request, id: id, entity: entity))
+        case "PATCH", "PUT":
+            return enqueue(try parser.update(request, id: id, entity: entity, replace: request.method == "PUT"))
+        case "DELETE":
+            return enqueue(try parser.delete(request, id: id))
+        default:
+            throw Problem.methodNotAllowed(request.method, allowed: ["GET", "PATCH", "PUT", "DELETE"])
+        }
+    }
+
+    /// Suspends the connection and queues the write; its answer is written as JSON off the
+    /// write thread, then the connection resumes with it.
+    private func enqueue(_ write: WriteRequest) -> HTTPHandlerOutcome {
+        .suspend { [writes, layouts, answering] deferred in
+            writes.submit({ context in write.perform(in: context) }, completion: { outcome in
+                answering.async { deferred.complete(WriteResponse.make(outcome, layouts: layouts)) }
+            })
+        }
+    }
+}
+
+/// Whether the service accepts requests; read by /v1/readyz from any thread.
+private final class ReadyFlag: @unchecked Sendable {
+    // @unchecked Sendable: `flag` is only touched under `lock`.
+    private let lock = NSLock()
+    private var flag = false
+    var value: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+    func set(_ value: Bool) { lock.lock(); flag = value; lock.unlock() }
+}
+
+extension String {
+    var utf8Array: [UInt8] { Array(utf8) }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import ManagedStore
+
+/// The GET requests for objects, answered on the front thread that received them, each on a
+/// read context of its own borrowed from the pool (a WAL snapshot: reads never wait for writes).
+struct ReadHandlers {
+    let coordinator: PersistentStoreCoordinator
+    let configuration: ServiceConfiguration
+    let reads: ReadContextPool
+    let layouts: JSONLayouts
+    var model: ManagedObjectModel { coordinator.model }
+
+    /// GET /v1/objects/{Entity}: a page of objects, with `next` and, asked for, `count`.
+    func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
+        let query = try FetchQuery(request, entity: entity, model: model)
+        return try reads.withContext { context in
+            let fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
+            let objects: [ManagedObject]
+            let count: Int?
+            let next: FetchCursor?
+            do {
+                var found = try context.fetch(fetchRequest)
+                var page = fetchRequest
+                page.fetchLimit = query.limit
+                next = found.count > query.limit ? try context.cursor(after: found[query.limit - 1], for: page) : nil
+                if found.count > query.limit { found.removeLast(found.count - query.limit) }
+                objects = found
+                if query.wantsCount {
+                    var all = fetchRequest
+                    all.fetchLimit = 0
+                    all.fetchOffset = 0
+                    all.after = nil
+                    count = try context.count(for: all)
+                } else {
+                    count = nil
+                }
+            } catch let error as FetchError {
+                throw Problem.fetch(error, entity: entity.name)
+            }
+            var writer = JSONWriter(reservingCapacity: 256 + objects.count * 256)
+            writer.writeRaw("{\"objects\":[")
+            let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+            var embedded = 0
+            for (i, object) in objects.enumerated() {
+                if i > 0 { writer.writeRaw(",") }
+                try encoder.encode(object, into: &writer, embedded: &embedded)
+            }
+            writer.writeRaw("],\"next\":")
+            if let next { writer.writeString(next.token) } else { writer.writeRaw("null") }
+            if let count {
+                writer.writeRaw(",\"count\":")
+                writer.writeInteger(Int64(count))
+            }
+            writer.writeRaw("}")
+            return .json(200, writer.bytes)
+        }
+    }
+
+    private static let getOneParameters: Set<String> = ["fields", "include"]
+
+    /// GET /v1/objects/{Entity}/{pk}: one object with its ETag.
+    func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
+        let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+        let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
+        return try reads.withContext { context in
+            let found: ([UInt8], Int64)?
+            if encoder.include.children.isEmpty {
+                // Straight from the stored row: no managed object to build, register and reset.
+                found = try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
+            } else {
+                found = try context.existingObjectIfStored(with: id).map { (try encoder.body($0), $0.version) }
+            }
+            guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
+            return .json(200, body, version: version)
+        }
+    }
+}

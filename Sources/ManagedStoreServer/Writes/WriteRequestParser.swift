@@ -1,0 +1,162 @@
+import Foundation
+import ManagedStore
+
+/// Reads a write request on the front thread that received it: the body (content type, JSON,
+/// values checked against the model), the base version (If-Match, `_version`), the merge
+/// policy (`?merge=`, `Merge-Policy`, the server's default) and the author. What it makes, a
+/// `WriteRequest`, is all the write queue needs: nothing is parsed on the write thread.
+struct WriteRequestParser {
+    let coordinator: PersistentStoreCoordinator
+    let configuration: ServiceConfiguration
+    var model: ManagedObjectModel { coordinator.model }
+
+    /// POST /v1/objects/{Entity} with a JSON object.
+    func insert(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> WriteRequest {
+        let policy = try mergePolicy(request)
+        guard let json = try body(request, allowNDJSON: true) else {
+            throw Problem.notImplemented("batch insert from application/x-ndjson is not implemented yet")
+        }
+        if case .array = json { throw Problem.notImplemented("batch insert (a JSON array body) is not implemented yet") }
+        let body = try ObjectBody(json: json, entity: entity, coordinator: coordinator)
+        return WriteRequest(operation: .insert(entity: entity.name, body: body), mergePolicy: policy, author: author(request))
+    }
+
+    /// PATCH (`replace` false) or PUT (true) /v1/objects/{Entity}/{pk}.
+    func update(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription, replace: Bool) throws(Problem) -> WriteRequest {
+        let policy = try mergePolicy(request)
+        let json = try body(request, allowNDJSON: false) ?? .null
+        let body = try ObjectBody(json: json, entity: entity, coordinator: coordinator)
+        let base = try baseVersion(request, bodyVersion: body.version)
+        return WriteRequest(operation: .update(id: id, body: body, baseVersion: base, replace: replace), mergePolicy: policy, author: author(request))
+    }
+
+    /// DELETE /v1/objects/{Entity}/{pk}.
+    func delete(_ request: HTTPRequest, id: ManagedObjectID) throws(Problem) -> WriteRequest {
+        let policy = try mergePolicy(request)
+        let base = try baseVersion(request, bodyVersion: nil)
+        return WriteRequest(operation: .delete(id: id, baseVersion: base), mergePolicy: policy, author: author(request))
+    }
+
+    /// POST /v1/transactions: `{"operations": [...]}`.
+    func transaction(_ request: HTTPRequest) throws(Problem) -> WriteRequest {
+        let policy = try mergePolicy(request)
+        guard let json = try body(request, allowNDJSON: false), let list = json["operations"]?.arrayValue else {
+            throw Problem.badRequest("the body must be {\"operations\": [...]}")
+        }
+        var refs: [String: String] = [:]  // ref -> entity
+        var operations: [TransactionOperation] = []
+        for (index, item) in list.enumerated() {
+            func fail(_ detail: String) -> Problem { .badRequest("operation \(index): \(detail)") }
+            guard let op = item["op"]?.stringValue else { throw fail("missing \"op\" (insert, update or delete)") }
+            func target() throws(Problem) -> (ObjectReference, entity: String) {
+                guard let text = item["object"]?.stringValue else { throw fail("missing \"object\" (an ID such as \"Task/42\", or a ref)") }
+                if let entity = refs[text] { return (.ref(text), entity) }
+                guard let id = coordinator.managedObjectID(fromDescription: text) else {
+                    throw fail("\"\(text.prefix(100))\" is neither an object ID of this model nor an earlier ref")
+                }
+                return (.id(id), id.entityName)
+            }
+            func version() throws(Problem) -> Int64? {
+                guard let value = item["version"] else { return nil }
+                guard let v = value.int64Value, v >= 1 else { throw fail("\"version\" must be a positive integer") }
+                return v
+            }
+            func values(_ entity: EntityDescription) throws(Problem) -> ObjectBody {
+                try ObjectBody(json: item["values"] ?? .object([]), entity: entity, coordinator: coordinator, refs: Set(refs.keys))
+            }
+            switch op {
+            case "insert":
+                guard let name = item["entity"]?.stringValue else { throw fail("missing \"entity\"") }
+                let entity = try self.entity(name)
+                var ref: String?
+                if let text = item["ref"]?.stringValue {
+                    guard refs[text] == nil else { throw fail("ref \"\(text.prefix(100))\" is used twice") }
+                    ref = text
+                }
+                operations.append(.insert(entity: entity.name, ref: ref, body: try values(entity)))
+                if let ref { refs[ref] = entity.name }
+            case "update":
+                let (object, entityName) = try target()
+                let base = try version()
+                if base == nil, case .id = object, configuration.requireIfMatch { throw Problem.preconditionRequired() }
+                operations.append(.update(target: object, baseVersion: base, body: try values(try entity(entityName))))
+            case "delete":
+                let (object, _) = try target()
+                let base = try version()
+                if base == nil, case .id = object, configuration.requireIfMatch { throw Problem.preconditionRequired() }
+                operations.append(.delete(target: object, baseVersion: base))
+            default:
+                throw fail("unknown op \"\(op.prefix(40))\" (insert, update or delete)")
+            }
+        }
+        return WriteRequest(operation: .transaction(operations), mergePolicy: policy, author: author(request))
+    }
+
+    // MARK: Parts
+
+    func entity(_ name: String) throws(Problem) -> EntityDescription {
+        guard let entity = model.entity(named: name) else { throw Problem.unknownEntity(name) }
+        return entity
+    }
+
+    /// The JSON body of a write: content type checked, parsed strictly. nil when the body is
+    /// NDJSON and `allowNDJSON` (the caller decides what that means).
+    private func body(_ request: HTTPRequest, allowNDJSON: Bool) throws(Problem) -> JSONValue? {
+        let type = request.mediaType
+        switch type {
+        case "application/json", "application/merge-patch+json":
+            break
+        case "application/x-ndjson" where allowNDJSON:
+            return nil
+        case "":
+            throw Problem.unsupportedMediaType("send the body as application/json (Content-Type is missing)")
+        default:
+            throw Problem.unsupportedMediaType("send the body as application/json, not \(type)")
+        }
+        guard !request.body.isEmpty else { throw Problem.invalidJSON("the body is empty; a JSON object was expected") }
+        do { return try JSONParser(maxDepth: 64).parse(request.body) } catch {
+            throw Problem.invalidJSON("the body is not valid JSON: \(error)")
+        }
+    }
+
+    /// The version a write is based on, from If-Match or `_version`; nil when none is given
+    /// (then the write cannot conflict), or 428 under --require-if-match.
+    private func baseVersion(_ request: HTTPRequest, bodyVersion: Int64?) throws(Problem) -> Int64? {
+        var header: Int64?
+        if let text = request.header("If-Match")?.trimmingCharacters(in: .whitespaces), text != "*" {
+            var tag = Substring(text)
+            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
+            if tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count >= 2 { tag = tag.dropFirst().dropLast() }
+            guard let version = Int64(tag), version >= 1 else {
+                throw Problem.badRequest("If-Match must be a version ETag such as \"3\", not \(text.prefix(100))")
+            }
+            header = version
+        }
+        if let header, let bodyVersion, header != bodyVersion {
+            throw Problem.badRequest("If-Match (\(header)) and _version (\(bodyVersion)) disagree")
+        }
+        let base = header ?? bodyVersion
+        if base == nil && configuration.requireIfMatch { throw Problem.preconditionRequired() }
+        return base
+    }
+
+    /// `?merge=` over `Merge-Policy` over the configured default; a write takes no other query
+    /// parameter.
+    private func mergePolicy(_ request: HTTPRequest) throws(Problem) -> MergePolicy {
+        for (name, _) in request.query where name != "merge" {
+            throw Problem.badRequest("unknown query parameter '\(name.prefix(100))' for a write (only merge)")
+        }
+        let name = request.queryValue("merge") ?? request.header("Merge-Policy") ?? configuration.mergePolicy.name
+        guard let policy = MergePolicy(name: name) else {
+            throw Problem.badRequest("unknown merge policy '\(name.prefix(100))' (one of \(MergePolicy.builtIn.map(\.name).joined(separator: ", ")))")
+        }
+        return policy
+    }
+
+    /// The request's `Author` header (recorded in the history), when it is one line of at most
+    /// 200 characters; longer ones are cut.
+    private func author(_ request: HTTPRequest) -> String? {
+        guard let value = request.header("Author")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return String(value.prefix(200))
+    }
+}

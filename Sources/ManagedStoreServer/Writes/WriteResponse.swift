@@ -1,0 +1,63 @@
+import Foundation
+import ManagedStore
+
+/// The answer to a write, made on a front thread from what the write thread reported: JSON
+/// written here, so that the write thread does SQL and little else.
+enum WriteResponse {
+    /// The answer for `outcome`, the write queue's report on one request.
+    static func make(_ outcome: WriteOutcome<WriteResult>, layouts: JSONLayouts) -> HTTPResponse {
+        switch outcome {
+        case .completed(let result):
+            return make(result, layouts: layouts)
+        case .undone:
+            return Problem.unavailable("the store rolled the transaction back (disk full or an I/O error); nothing was written").response
+        case .notRun:
+            return Problem.unavailable("the server is shutting down; nothing was written").response
+        }
+    }
+
+    private static func make(_ result: WriteResult, layouts: JSONLayouts) -> HTTPResponse {
+        let encoder = ObjectJSONEncoder(layouts: layouts)
+        switch result {
+        case .problem(let problem):
+            return problem.response
+        case let .object(status, state, location, merge):
+            var writer = JSONWriter(reservingCapacity: 512)
+            encoder.encode(state, into: &writer)
+            var response = HTTPResponse.json(status, writer.bytes, version: state.version)
+            if let location { response.headers.append(("Location", location)) }
+            response.headers += headers(merge)
+            return response
+        case .deleted(let merge):
+            return HTTPResponse(status: 204, headers: headers(merge))
+        case .transaction(let answer):
+            var writer = JSONWriter(reservingCapacity: 512 + 256 * answer.objects.count)
+            writer.writeRaw("{\"ids\":")
+            writer.write(.object(answer.ids.map { ($0.ref, .string($0.id.description)) }))
+            writer.writeRaw(",\"objects\":[")
+            var first = true
+            for state in answer.objects {
+                if !first { writer.writeRaw(",") }
+                first = false
+                encoder.encode(state, into: &writer)
+            }
+            for id in answer.deleted {
+                if !first { writer.writeRaw(",") }
+                first = false
+                writer.write(.object([("_id", .string(id.description)), ("_deleted", .bool(true))]))
+            }
+            writer.writeRaw("],\"token\":")
+            if let token = answer.token { writer.writeString(token.description) } else { writer.writeRaw("null") }
+            writer.writeRaw(",\"resolved\":")
+            writer.write(.array(answer.resolved))
+            writer.writeRaw("}")
+            return HTTPResponse.json(200, writer.bytes, headers: headers(answer.merge))
+        }
+    }
+
+    /// `Merge-Policy-Applied` and `Merge-Conflicts`, when the merge policy resolved conflicts.
+    private static func headers(_ merge: MergeReport?) -> [(name: String, value: String)] {
+        guard let merge else { return [] }
+        return [("Merge-Policy-Applied", merge.policy), ("Merge-Conflicts", merge.properties)]
+    }
+}
