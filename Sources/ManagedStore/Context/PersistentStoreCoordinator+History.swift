@@ -85,6 +85,28 @@ extension PersistentStoreCoordinator {
         return try deleteHistory(before: PersistentHistoryToken(rawValue: newestToGo + 1))
     }
 
+    /// Deletes, oldest first, at most `limit` of the recorded saves made before `date`;
+    /// returns how many went. A retention runs this until it returns less than `limit`: each
+    /// call is one short write, so saves waiting for the writer are not held behind a long
+    /// prune. Only the oldest `limit` saves are looked at (by token, without a scan of the
+    /// whole history). History is cut at a token: if the clock jumped, a save stamped after
+    /// `date` may go with older saves recorded after it.
+    @discardableResult
+    public func deleteHistory(olderThan date: Date, limit: Int) throws(StoreError) -> Int {
+        let newestToGo: Int64?
+        do {
+            newestToGo = try read { connection in
+                try connection.scalarInt(#"""
+                    SELECT max("token") FROM (SELECT "token", "timestamp" FROM "_history_transaction" ORDER BY "token" LIMIT ?) WHERE "timestamp" < ?
+                    """#, [.integer(Int64(max(1, limit))), .double(date.timeIntervalSince1970)])
+            }
+        } catch {
+            throw StoreError(wrapping: error)
+        }
+        guard let newestToGo else { return 0 }
+        return try deleteHistory(before: PersistentHistoryToken(rawValue: newestToGo + 1))
+    }
+
     /// The number of recorded saves the history holds.
     public func historyTransactionCount() throws(StoreError) -> Int {
         do {

@@ -16,6 +16,8 @@ public final class PersistentStoreCoordinator: Sendable {
     /// The writer's WAL bookkeeping; nil for an in-memory store.
     private let wal: WriteAheadLog?
     private let commits = Atomic<Int>(0)
+    /// Called after every COMMIT (`addCommitObserver`).
+    private let commitObservers = Mutex<[@Sendable () -> Void]>([])
 
     /// Opens (or creates) the store. A store made from another model is refused.
     public init(model: ManagedObjectModel, store: StoreDescription) throws(StoreError) {
@@ -149,6 +151,7 @@ public final class PersistentStoreCoordinator: Sendable {
         // snapshot with this count (ReaderPool), so a read after the answer sees it.
         let count = commits.add(1, ordering: .sequentiallyConsistent).newValue
         readers?.endStaleSnapshots(current: count)
+        for observer in commitObservers.withLock({ $0 }) { observer() }
         if let wal, wal.needsCheckpoint {
             // Idle readers' snapshots end first: a WAL still in use cannot be emptied
             // (WriteAheadLog.swift). A checkpoint that fails leaves the WAL as it was, every
@@ -210,6 +213,13 @@ public final class PersistentStoreCoordinator: Sendable {
     /// `performGroupCommit` for a body that does not need the group.
     public func performGroupCommit<T>(_ body: () throws -> T) throws -> T {
         try performGroupCommit { (_: GroupCommit) in try body() }
+    }
+
+    /// Calls `observer` after every transaction the store commits (on the committing thread,
+    /// holding the writer: hand anything more than a signal to another queue). What a change
+    /// feed waits on: read the history after the token you last saw to learn what changed.
+    public func addCommitObserver(_ observer: @escaping @Sendable () -> Void) {
+        commitObservers.withLock { $0.append(observer) }
     }
 
     /// How many write transactions have committed since the store was opened (a group commit

@@ -38,7 +38,9 @@ struct ChangeSetWriter {
         try writeUpdates(changes.updates, resolve: resolve)
         try writeInserts(changes.inserts, keys: keys, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
-        let token = try changes.history.map { draft in try writeHistory(draft, changes, keys: keys) }
+        // A save that changed nothing (it only checked base versions) records no transaction:
+        // the history lists changes, and a reader would find an empty one.
+        let token = try changes.history.flatMap { draft in draft.entries.isEmpty ? nil : try writeHistory(draft, changes, keys: keys) }
         return Written(insertedIDs: assigned, token: token)
     }
 
