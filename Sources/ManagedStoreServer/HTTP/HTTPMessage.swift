@@ -102,6 +102,8 @@ public struct HTTPResponse: Sendable {
 public enum HTTPHandlerOutcome: Sendable {
     case respond(HTTPResponse)
     case suspend(@Sendable (DeferredResponse) -> Void)
+    /// An answer whose body is written while it is sent (server-sent events).
+    case stream(ResponseStream)
 }
 
 /// Answers requests. Called on libmicrohttpd's threads; must not block for long.

@@ -46,6 +46,8 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests MHD has begun and not yet reported complete (sent, failed or timed out).
     private var inFlightRequests = 0
     private var inFlightBodyBytes = 0
+    /// Streams being sent (server-sent events): a stop ends them.
+    private var streams: [ObjectIdentifier: ResponseStream] = [:]
 
     public init(configuration: Configuration, handler: HTTPRequestHandler) {
         self.configuration = configuration
@@ -101,6 +103,11 @@ public final class HTTPServer: @unchecked Sendable {
     /// connection closed without an answer: its outcome is unknown, and nothing untrue is said.
     public func stop(deadline: DispatchTime = .now() + 10) {
         stopAccepting()
+        // Streams never end by themselves: end them first, so that they count as answered.
+        lock.lock()
+        let open = Array(streams.values)
+        lock.unlock()
+        open.forEach { $0.close() }
         lock.lock()
         while (!suspended.isEmpty || inFlightRequests > 0) && DispatchTime.now() < deadline {
             _ = lock.wait(until: Date(timeIntervalSinceNow: min(0.05, Self.seconds(until: deadline))))
@@ -182,6 +189,39 @@ public final class HTTPServer: @unchecked Sendable {
         guard suspended.removeValue(forKey: ObjectIdentifier(state)) != nil, daemon != nil else { return }
         MHD_resume_connection(connection)
         lock.broadcast()
+    }
+
+    // MARK: Streams
+
+    func noteStream(_ stream: ResponseStream) {
+        lock.lock()
+        streams[ObjectIdentifier(stream)] = stream
+        lock.unlock()
+    }
+
+    func streamEnded(_ stream: ResponseStream) {
+        lock.lock()
+        streams[ObjectIdentifier(stream)] = nil
+        lock.broadcast()
+        lock.unlock()
+    }
+
+    /// Suspends a streaming connection that has nothing to send (from its content reader, on
+    /// MHD's thread). False once the server stops: the stream then ends instead.
+    func suspendStream(_ connection: OpaquePointer) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard daemon != nil else { return false }
+        MHD_suspend_connection(connection)
+        return true
+    }
+
+    /// Resumes a streaming connection that has something to send again.
+    func resumeStream(_ connection: OpaquePointer) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard daemon != nil else { return }
+        MHD_resume_connection(connection)
     }
 
     // MARK: Sockets

@@ -80,6 +80,8 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
     switch outcome {
     case .respond(let response):
         return mhdQueue(connection, response)
+    case .stream(let stream):
+        return mhdQueueStream(connection, stream, server: server)
     case .suspend(let start):
         state.isSuspended = true
         let deferred = DeferredResponse(state: state, connection: connection, server: server)
@@ -128,4 +130,34 @@ func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Resu
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
     return result
+}
+
+/// Queues a streaming answer: its headers now, its body pulled through `mhdStreamRead`.
+func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, server: HTTPServer) -> MHD_Result {
+    stream.attach(connection, server: server)
+    server.noteStream(stream)
+    let context = Unmanaged.passRetained(stream).toOpaque()
+    guard let made = MHD_create_response_from_callback(UInt64.max, 4096, mhdStreamRead, context, mhdStreamEnded) else {
+        Unmanaged<ResponseStream>.fromOpaque(context).release()
+        server.streamEnded(stream)
+        return .NO
+    }
+    for (name, value) in stream.headers {
+        name.withCString { name in value.withCString { value in _ = MHD_add_response_header(made, name, value) } }
+    }
+    let result = MHD_queue_response(connection, UInt32(stream.status), made)
+    MHD_destroy_response(made)
+    return result
+}
+
+/// The content reader of a streaming answer (see `ResponseStream.read`).
+func mhdStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer: UnsafeMutablePointer<CChar>?, _ max: Int) -> Int {
+    guard let cls, let buffer else { return -1 }
+    return Unmanaged<ResponseStream>.fromOpaque(cls).takeUnretainedValue().read(into: buffer, max: max)
+}
+
+/// libmicrohttpd is done with a streaming answer: the stream ends and its reference goes.
+func mhdStreamEnded(_ cls: UnsafeMutableRawPointer?) {
+    guard let cls else { return }
+    Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().ended()
 }
