@@ -66,10 +66,16 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds to finish on SIGTERM or SIGINT: answer what was received, commit, checkpoint, exit.")
     var shutdownTimeout: Double = 10
 
+    @Option(help: "How long the change history is kept: a whole number of s, m, h or d (90m, 7d), or forever. Older saves are pruned; reading the change feed from before them is 410.")
+    var historyRetention = "7d"
+
     func validate() throws {
         guard (model == nil) != !demo else { throw ValidationError("give --model FILE or --demo") }
         guard MergePolicy(name: mergePolicy) != nil else {
             throw ValidationError("--merge-policy must be one of \(MergePolicy.builtIn.map(\.name).joined(separator: ", "))")
+        }
+        guard HistoryRetention.Setting(historyRetention) != nil else {
+            throw ValidationError("--history-retention must be a whole number of s, m, h or d (7d, 12h), from 1s to 36500d, or forever")
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
         guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
@@ -114,6 +120,7 @@ struct ServeCommand: ParsableCommand {
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit
         service.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
+        service.historyRetention = HistoryRetention.Setting(historyRetention) ?? .sevenDays
         var http = HTTPServer.Configuration()
         http.host = host
         http.port = port

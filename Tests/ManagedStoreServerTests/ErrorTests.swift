@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ManagedStore
 @testable import ManagedStoreServer
 
 /// Every error code of the contract, as problem+json, and the store untouched by each.
@@ -44,7 +45,9 @@ struct ErrorTests {
         Self.check(try harness.request("POST", "/v1/objects/Task", headers: [("Content-Type", "text/plain")]), 415, "unsupported-media-type")
         Self.check(try harness.request("PUT", "/v1/objects/Task"), 405, "method-not-allowed")
         Self.check(try harness.request("POST", "/v1/objects/Task/1", json: "{}"), 405, "method-not-allowed")
-        Self.check(try harness.request("GET", "/v1/changes"), 501, "not-implemented")
+        Self.check(try harness.request("DELETE", "/v1/objects/Task?where=TRUEPREDICATE"), 501, "not-implemented")
+        try harness.coordinator.deleteHistory(before: PersistentHistoryToken(rawValue: 3))
+        Self.check(try harness.request("GET", "/v1/changes?since=1"), 410, "gone")
         #expect(try harness.counts() == before)
         #expect(try harness.coordinator.checkIntegrity() == [])
     }

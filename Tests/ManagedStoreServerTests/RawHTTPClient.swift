@@ -71,6 +71,16 @@ final class RawHTTPClient {
     }
 
     func readResponse() throws -> Response {
+        let (status, headers) = try readHead()
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        while buffer.count < length { try fill() }
+        let body = Array(buffer[..<length])
+        buffer.removeFirst(length)
+        return Response(status: status, headers: headers, body: body)
+    }
+
+    /// The status line and headers of an answer; its body is read next.
+    func readHead() throws -> (status: Int, headers: [String: String]) {
         let separator: [UInt8] = [13, 10, 13, 10]
         var headerEnd: Int?
         while headerEnd == nil {
@@ -87,11 +97,32 @@ final class RawHTTPClient {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        let length = Int(headers["content-length"] ?? "0") ?? 0
-        while buffer.count < length { try fill() }
-        let body = Array(buffer[..<length])
-        buffer.removeFirst(length)
-        return Response(status: status, headers: headers, body: body)
+        return (status, headers)
+    }
+
+    /// Reads a chunked body as it arrives (a stream), chunk by chunk, until `enough` says so
+    /// about what came so far or the stream ends (`ended` true). Throws `timeout` when nothing
+    /// arrives within the socket's timeout, or when `seconds` pass without `enough` (a stream
+    /// may send keep-alive comments forever).
+    func readChunks(seconds: Double = 20, until enough: ([UInt8]) -> Bool) throws -> (body: [UInt8], ended: Bool) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        var body: [UInt8] = []
+        while !enough(body) {
+            guard Date() < deadline else { throw ClientError.timeout }
+            var lineEnd = buffer.firstRange(of: [13, 10])
+            while lineEnd == nil {
+                try fill()
+                lineEnd = buffer.firstRange(of: [13, 10])
+            }
+            let sizeText = String(decoding: buffer[..<lineEnd!.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else { throw ClientError.malformed("chunk size '\(sizeText)'") }
+            buffer.removeFirst(lineEnd!.upperBound)
+            while buffer.count < size + 2 { try fill() }
+            if size == 0 { return (body, true) }
+            body += buffer[..<size]
+            buffer.removeFirst(size + 2)
+        }
+        return (body, false)
     }
 
     /// Whether the server has closed the connection (reads end of stream).

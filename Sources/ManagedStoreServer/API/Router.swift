@@ -14,6 +14,8 @@ public struct ServiceConfiguration: Sendable {
     /// How long one fetch or count may run (in SQLite and in memory) before it is stopped
     /// and answered 503 `query-timeout`.
     public var queryTimeout: Duration = .seconds(5)
+    /// How long the persistent history is kept (pruned on a timer).
+    public var historyRetention: HistoryRetention.Setting = .sevenDays
 
     public init() {}
 }
@@ -27,6 +29,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let writes: WriteQueue
     let reads: ReadHandlers
     let parser: WriteRequestParser
+    let changes: ChangeFeed
+    let retention: HistoryRetention?
     /// Every entity's JSON keys, made once.
     let layouts: JSONLayouts
     private let ready = ReadyFlag()
@@ -37,14 +41,21 @@ public final class ManagedStoreService: HTTPRequestHandler {
         self.coordinator = coordinator
         self.configuration = configuration
         self.layouts = JSONLayouts(coordinator.model)
-        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration,
-                                  reads: ReadContextPool(coordinator: coordinator, count: configuration.readContexts), layouts: layouts)
+        let readContexts = ReadContextPool(coordinator: coordinator, count: configuration.readContexts)
+        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, reads: readContexts, layouts: layouts)
+        self.changes = ChangeFeed(coordinator: coordinator, reads: readContexts, layouts: layouts)
         self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
         self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
+        if case .period(let period) = configuration.historyRetention {
+            self.retention = HistoryRetention(coordinator: coordinator, period: period)
+        } else {
+            self.retention = nil
+        }
     }
 
     public func start() {
         writes.start()
+        retention?.start()
         ready.set(true)
     }
 
@@ -53,7 +64,11 @@ public final class ManagedStoreService: HTTPRequestHandler {
     @discardableResult
     public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
         ready.set(false)
-        return writes.stop(deadline: deadline)
+        retention?.stop()
+        let finished = writes.stop(deadline: deadline)
+        // After the last commit: long-polls are answered with what they have, streams end.
+        changes.stop()
+        return finished
     }
 
     var model: ManagedObjectModel { coordinator.model }
@@ -92,7 +107,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(.json(200, OpenAPIDocument.json.utf8Array))
         case (_, 1, "changes"):
             guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET"]) }
-            throw Problem.notImplemented("the change feed (persistent history) is not implemented yet")
+            return try changes.handle(request)
         case (_, 1, "transactions"):
             guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
             return enqueue(try parser.transaction(request))

@@ -89,7 +89,10 @@ final class ObjectWriter {
             if let state = try storedState(id) { objects.append(state) }
         }
         let conflicts = ConflictJSON(model: context.coordinator.model, names: names)
-        return TransactionAnswer(ids: ids, objects: objects, deleted: saved.deleted, token: saved.token,
+        // A transaction that wrote nothing answers the newest token: its answer shows the
+        // store as the history stands at it.
+        let token = try saved.token ?? context.coordinator.lastHistoryToken()
+        return TransactionAnswer(ids: ids, objects: objects, deleted: saved.deleted, token: token,
                                  resolved: saved.resolved.map { conflicts.json($0, policy: policy) }, merge: report(saved))
     }
 

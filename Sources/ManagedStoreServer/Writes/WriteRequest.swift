@@ -66,7 +66,8 @@ struct TransactionAnswer: Sendable {
     /// Every object whose stored state changed, as the store holds it now.
     let objects: [ObjectState]
     let deleted: [ManagedObjectID]
-    let token: PersistentHistoryToken?
+    /// The save's history token, or the newest one when it wrote nothing.
+    let token: PersistentHistoryToken
     /// The conflicts the merge policy resolved, as the contract writes them.
     let resolved: [JSONValue]
     let merge: MergeReport?

@@ -47,7 +47,7 @@ enum WriteResponse {
                 writer.write(.object([("_id", .string(id.description)), ("_deleted", .bool(true))]))
             }
             writer.writeRaw("],\"token\":")
-            if let token = answer.token { writer.writeString(token.description) } else { writer.writeRaw("null") }
+            writer.writeString(answer.token.description)
             writer.writeRaw(",\"resolved\":")
             writer.write(.array(answer.resolved))
             writer.writeRaw("}")
