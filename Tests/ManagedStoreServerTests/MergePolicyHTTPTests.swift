@@ -203,6 +203,14 @@ struct MergePolicyHTTPTests {
             "overwrite": Self.deleted,
             "rollback": with(["title": .text("store")]),
         ]),
+        // Beyond the library's table: a delete where the store moved both relationships, so
+        // that the inverses of the deleted (or kept) task are checked too.
+        Case(name: "a delete based on a version whose relationships the store changed", store: ["project": .project("P2"), "tags": .tags(["G2", "G3"])], mine: nil, expected: [
+            "store-trump": with(["project": .project("P2"), "tags": .tags(["G2", "G3"])]),
+            "object-trump": Self.deleted,
+            "overwrite": Self.deleted,
+            "rollback": with(["project": .project("P2"), "tags": .tags(["G2", "G3"])]),
+        ]),
     ]
 
     static let policies = MergePolicy.builtIn.map(\.name)
@@ -348,6 +356,33 @@ struct MergePolicyHTTPTests {
           arguments: cases, Delivery.all)
     func table(_ scenario: Case, _ delivery: Delivery) throws {
         for policy in Self.policies { try Self.check(scenario, policy: policy, delivery: delivery) }
+    }
+
+    @Test("the store's change made through the inverse (a project's tasks) conflicts like one made on the task",
+          arguments: MergePolicy.builtIn.map(\.name))
+    func storeChangeThroughInverse(_ policy: String) throws {
+        let scenario = Self.cases[3]  // a to-one changed on both sides
+        let (harness, client) = try Self.seeded()
+        defer { withExtendedLifetime(harness) {} }
+        let moved = try client.json("PATCH", "/v1/objects/Project/2", #"{"tasks": ["Task/1"]}"#)
+        #expect(moved.status == 200, "\(moved.text)")
+        let afterStore = try Self.stored(client)
+        // The task's own row changed (its project): version 2, as after a PATCH of the task.
+        #expect(afterStore.tasks["Task/1"]?.version == 2 && afterStore.tasks["Task/1"]?.values == Self.with(["project": .project("P2")]),
+                "\(Self.describe(afterStore.tasks["Task/1"]?.values))")
+        let response = try client.json("PATCH", "/v1/objects/Task/1?merge=\(policy)", Self.json(scenario.mine!), headers: [("If-Match", "\"1\"")])
+        let now = try Self.stored(client)
+        #expect(now.problems.isEmpty, "\(policy): \(now.problems)")
+        if policy == "error" {
+            #expect(response.status == 409, "\(response.status) \(response.text)")
+            #expect(Self.parse(response)?["conflicts"]?.arrayValue?.first?["properties"]?.arrayValue?.compactMap(\.stringValue) == ["project"], "\(response.text)")
+            #expect(now.tasks["Task/1"]?.values == Self.with(["project": .project("P2")]))
+            return
+        }
+        let expected = scenario.expected[policy] ?? nil
+        #expect(response.status == 200 && response.header("Merge-Policy-Applied") == policy, "\(policy): \(response.status) \(response.text)")
+        #expect(Self.mergeConflicts(response) == ["project"], "\(policy): \(response.header("Merge-Conflicts") ?? "absent")")
+        #expect(now.tasks["Task/1"]?.values == expected, "\(policy): \(Self.describe(now.tasks["Task/1"]?.values)) instead of \(Self.describe(expected))")
     }
 
     @Test("?merge= wins over Merge-Policy, which wins over the server's default")
@@ -595,6 +630,15 @@ extension MergePolicyHTTPTests {
         }
     }
 
+    @Test("a transaction answers its token as a string, also when it changes nothing")
+    func noOpTransactionToken() throws {
+        let (harness, client) = try Self.seeded()
+        defer { withExtendedLifetime(harness) {} }
+        let response = try client.json("POST", "/v1/transactions", #"{"operations": [{"op": "update", "object": "Task/1", "values": {"title": "t0"}}]}"#)
+        #expect(response.status == 200, "\(response.text)")
+        #expect(Self.parse(response)?["token"]?.stringValue != nil, "token: \(response.text)")
+    }
+
     @Test("overwrite applies every property the request sets, also one whose value equals the store's")
     func overwriteKeepsRequestValuesEqualToTheStores() throws {
         // PUT sets every property: what it leaves out (priority) goes to its default, 0, which
@@ -651,9 +695,12 @@ extension MergePolicyHTTPTests {
 /// by a GET now and then, so often stale). A plain reference model of the five policies, which
 /// keeps every version's values and what each version changed (C is what changed after the
 /// writer's version), predicts each answer (status, `Merge-Policy-Applied`, `Merge-Conflicts`,
-/// the task, the 409's conflict) and the store after it, inverses included.
+/// the task, the 409's conflict; a transaction's `objects`, `resolved` and `token`) and the
+/// store after it, inverses included. A quarter of the writes are transactions (the base
+/// version as the operation's `version`); now and then the history is pruned up to the last
+/// transaction, so that C becomes every property for the versions before it.
 ///
-/// 400 steps or 5 seconds, seed 20260801. Environment: `MANAGEDSTORE_POLICY_SEED`,
+/// 1,000 steps or 5 seconds, seed 20260801. Environment: `MANAGEDSTORE_POLICY_SEED`,
 /// `MANAGEDSTORE_POLICY_STEPS`, `MANAGEDSTORE_POLICY_SECONDS`, and for triage
 /// `MANAGEDSTORE_POLICY_RELAX=overwrite-equal-values` (the model then lets overwrite put back a
 /// property the request set to the value the store already holds, as the server does now, so
@@ -690,12 +737,17 @@ struct MergePolicyRaceTests {
         var after: Values
     }
 
-    static func predict(_ task: ModelTask, request: Values, base: Int64?, policy: String, relaxEqual: Bool) -> Prediction {
+    /// Every property of a task: C when the history no longer reaches the base version.
+    static let allProperties: Set<String> = ["title", "priority", "done", "estimate", "due", "project", "tags"]
+
+    /// The answer to a PATCH of `request` based on `base` (nil: none) under `policy`;
+    /// `reachable`: whether the history still reaches the base version.
+    static func predict(_ task: ModelTask, request: Values, base: Int64?, reachable: Bool, policy: String, relaxEqual: Bool) -> Prediction {
         let current = task.values
         guard let base, base < task.version else {
             return Prediction(status: 200, applied: nil, conflicting: [], after: current.merging(request) { _, new in new })
         }
-        let storeChanged = task.changed(after: base)
+        let storeChanged = reachable ? task.changed(after: base) : allProperties
         let requested = Set(request.keys)
         let conflicting = requested.intersection(storeChanged)
         var after = current
@@ -709,6 +761,8 @@ struct MergePolicyRaceTests {
         case "overwrite":
             after.merge(request) { _, new in new }
             let set = relaxEqual ? Set(request.keys.filter { request[$0] != current[$0] }) : requested
+            // Without the values at the base version, C minus R cannot be put back: 409.
+            guard reachable else { return Prediction(status: 409, applied: nil, conflicting: conflicting, after: current) }
             for key in storeChanged.subtracting(set) { after[key] = task.values(at: base)[key] }
         default:  // rollback
             break
@@ -722,7 +776,7 @@ struct MergePolicyRaceTests {
     func race() throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["MANAGEDSTORE_POLICY_SEED"].flatMap(UInt64.init) ?? 20_260_801
-        let steps = environment["MANAGEDSTORE_POLICY_STEPS"].flatMap(Int.init) ?? 400
+        let steps = environment["MANAGEDSTORE_POLICY_STEPS"].flatMap(Int.init) ?? 1_000
         let seconds = environment["MANAGEDSTORE_POLICY_SECONDS"].flatMap(Double.init) ?? 5
         let relaxEqual = environment["MANAGEDSTORE_POLICY_RELAX"]?.split(separator: ",").contains("overwrite-equal-values") ?? false
         var random = SplitMix64(seed: seed)
@@ -760,6 +814,10 @@ struct MergePolicyRaceTests {
         }
         // What each writer last saw of each task: its version.
         var views: [[String: Int64]] = [["Task/1": 1, "Task/2": 1, "Task/3": 1], ["Task/1": 1, "Task/2": 1, "Task/3": 1]]
+        // The versions of each task that the persistent history still reaches (now and then
+        // the history is pruned up to the last transaction).
+        var reachable: [String: Set<Int64>] = ["Task/1": [1], "Task/2": [1], "Task/3": [1]]
+        var prunings = 0
         let policies = MergePolicy.builtIn.map(\.name)
         var counts: [String: Int] = [:]
 
@@ -806,9 +864,22 @@ struct MergePolicyRaceTests {
                 let base: Int64? = Int.random(in: 0..<10, using: &random) == 0 ? nil : views[writer][id]!
                 counts[policy, default: 0] += 1
                 if let base, base < task.version { counts["stale", default: 0] += 1 }
-                let expected = Self.predict(task, request: request, base: base, policy: policy, relaxEqual: relaxEqual)
-                let response = try send("PATCH", "/v1/objects/\(id)?merge=\(policy)", body: MergePolicyHTTPTests.json(request),
+                let reaches = base.map { reachable[id]!.contains($0) } ?? true
+                if let base, base < task.version, !reaches { counts["stale beyond the history", default: 0] += 1 }
+                let expected = Self.predict(task, request: request, base: base, reachable: reaches, policy: policy, relaxEqual: relaxEqual)
+                // A quarter of the writes go through POST /v1/transactions, the base version as the
+                // update operation's `version`.
+                let viaTransaction = Int.random(in: 0..<4, using: &random) == 0
+                let response: RawHTTPClient.Response
+                if viaTransaction {
+                    let version = base.map { #", "version": \#($0)"# } ?? ""
+                    response = try send("POST", "/v1/transactions?merge=\(policy)", body: #"""
+                        {"operations": [{"op": "update", "object": "\#(id)"\#(version), "values": \#(MergePolicyHTTPTests.json(request))}]}
+                        """#)
+                } else {
+                    response = try send("PATCH", "/v1/objects/\(id)?merge=\(policy)", body: MergePolicyHTTPTests.json(request),
                                         headers: base.map { [("If-Match", "\"\($0)\"")] } ?? [])
+                }
                 let body = MergePolicyHTTPTests.parse(response)
                 var problems: [String] = []
                 if response.status != expected.status { problems.append("status \(response.status) instead of \(expected.status)") }
@@ -821,11 +892,28 @@ struct MergePolicyRaceTests {
                 var next = task
                 if expected.status == 200 {
                     next.commit(expected.after)
-                    let answered = MergePolicyHTTPTests.task(body, id: id)
-                    if answered?.version != next.version || answered?.values != next.values {
-                        problems.append("answered \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? response.text) instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
+                    if viaTransaction {
+                        // The task is listed when its stored state changed; the resolved conflict when it was stale.
+                        let listed = body?["objects"]?.arrayValue?.first { $0["_id"]?.stringValue == id }
+                        let answered = MergePolicyHTTPTests.task(listed, id: id)
+                        if next.version > task.version, answered?.version != next.version || answered?.values != next.values {
+                            problems.append("objects hold \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "no \(id)") instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
+                        }
+                        // (A transaction that changes nothing: `noOpTransactionToken` holds its token.)
+                        if (next.version > task.version || expected.applied != nil) && body?["token"]?.stringValue == nil { problems.append("no token") }
+                        let resolved = body?["resolved"]?.arrayValue ?? []
+                        let record = resolved.first
+                        if resolved.count != (expected.applied == nil ? 0 : 1) || (record != nil && (record?["object"]?.stringValue != id || record?["policy"]?.stringValue != policy
+                            || record?["properties"]?.arrayValue.map({ Set($0.compactMap(\.stringValue)) }) != expected.conflicting)) {
+                            problems.append("resolved is \(resolved) instead of \(expected.applied == nil ? "[]" : "one conflict of \(id) under \(policy) with properties \(expected.conflicting.sorted())")")
+                        }
+                    } else {
+                        let answered = MergePolicyHTTPTests.task(body, id: id)
+                        if answered?.version != next.version || answered?.values != next.values {
+                            problems.append("answered \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? response.text) instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
+                        }
+                        if response.header("ETag") != "\"\(next.version)\"" { problems.append("ETag \(response.header("ETag") ?? "absent") instead of \"\(next.version)\"") }
                     }
-                    if response.header("ETag") != "\"\(next.version)\"" { problems.append("ETag \(response.header("ETag") ?? "absent") instead of \"\(next.version)\"") }
                 } else if let base {
                     let conflict = body?["conflicts"]?.arrayValue?.first
                     let properties = conflict?["properties"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
@@ -834,16 +922,32 @@ struct MergePolicyRaceTests {
                         problems.append("409 versions \(String(describing: conflict?["oldVersion"])) -> \(String(describing: conflict?["newVersion"])) instead of \(base) -> \(task.version)")
                     }
                     let cached = MergePolicyHTTPTests.task(conflict?["cachedSnapshot"], id: id)
-                    if cached?.version != base || cached?.values != task.values(at: base) {
+                    if !reaches {
+                        if conflict?["cachedSnapshot"]?.isNull != true { problems.append("409 cachedSnapshot is not null, but the history no longer reaches version \(base)") }
+                    } else if cached?.version != base || cached?.values != task.values(at: base) {
                         problems.append("409 cachedSnapshot \(cached.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "missing") instead of version \(base) \(MergePolicyHTTPTests.describe(task.values(at: base)))")
                     }
                     if MergePolicyHTTPTests.task(conflict?["persistedSnapshot"], id: id)?.values != task.values { problems.append("409 persistedSnapshot is not the stored task") }
                 }
                 if !problems.isEmpty {
-                    throw fail(step, "PATCH \(id) \(MergePolicyHTTPTests.json(request)) based on \(base.map { "\($0)" } ?? "nothing") under \(policy), task at version \(task.version) \(MergePolicyHTTPTests.describe(task.values)), C = \(base.map { task.changed(after: $0).sorted() } ?? []):\n  " + problems.joined(separator: "\n  "))
+                    let changed = base.map { reaches ? "\(task.changed(after: $0).sorted())" : "every property (the history no longer reaches version \($0))" } ?? "[]"
+                    throw fail(step, "\(viaTransaction ? "a transaction's update of" : "PATCH") \(id) \(MergePolicyHTTPTests.json(request)) based on \(base.map { "\($0)" } ?? "nothing") under \(policy), task at version \(task.version) \(MergePolicyHTTPTests.describe(task.values)), C = \(changed):\n  " + problems.joined(separator: "\n  "))
                 }
                 model[id] = next
-                if response.status == 200 { views[writer][id] = next.version }
+                if response.status == 200 { views[writer][id] = next.version }  // (a transaction's answer lists the task when it changed)
+                if next.version > task.version {
+                    reachable[id]!.insert(next.version)
+                    // Now and then, right after a write that committed a change (so that the last
+                    // history transaction is known), prune the history before it: only this
+                    // task's newest version stays reachable.
+                    if Int.random(in: 0..<40, using: &random) == 0 {
+                        _ = try harness.coordinator.deleteHistory(before: try harness.coordinator.lastHistoryToken())
+                        reachable = reachable.mapValues { _ in [] }
+                        reachable[id] = [next.version]
+                        prunings += 1
+                        recent.append(Exchange(method: "PRUNE", path: "coordinator.deleteHistory(before: lastHistoryToken())", headers: [], body: nil, status: 0, response: ""))
+                    }
+                }
 
                 // The store after the step: every task and every inverse.
                 let now = try MergePolicyHTTPTests.stored(client)
@@ -860,7 +964,7 @@ struct MergePolicyRaceTests {
             Issue.record(Comment(rawValue: mismatch.description))
             return
         }
-        print("merge-policy race: \(step) steps, seed \(seed); writes by policy \(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+        print("merge-policy race: \(step) steps, seed \(seed), \(prunings) prunings; writes by policy \(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         #expect(step >= min(steps, 50), "the race ran \(step) steps")
     }
 }
