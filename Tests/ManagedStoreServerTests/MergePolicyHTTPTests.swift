@@ -230,9 +230,9 @@ struct MergePolicyHTTPTests {
     }
 
     /// A server on the task tracker with the scenario's objects at version 1; `defaultPolicy`
-    /// is its `--merge-policy`.
-    static func seeded(defaultPolicy: MergePolicy = .error) throws -> (ServerHarness, RawHTTPClient) {
-        let harness = try ServerHarness { service, _ in service.mergePolicy = defaultPolicy }
+    /// is its `--merge-policy`; `file`: a store file (separate reader connections), else in memory.
+    static func seeded(defaultPolicy: MergePolicy = .error, file: Bool = false) throws -> (ServerHarness, RawHTTPClient) {
+        let harness = try ServerHarness(inMemory: !file) { service, _ in service.mergePolicy = defaultPolicy }
         let client = try harness.client()
         let response = try client.json("POST", "/v1/transactions", #"""
             {"operations": [
@@ -700,8 +700,14 @@ extension MergePolicyHTTPTests {
 /// version as the operation's `version`); now and then the history is pruned up to the last
 /// transaction, so that C becomes every property for the versions before it.
 ///
-/// 1,000 steps or 5 seconds, seed 20260801. Environment: `MANAGEDSTORE_POLICY_SEED`,
-/// `MANAGEDSTORE_POLICY_STEPS`, `MANAGEDSTORE_POLICY_SECONDS`, and for triage
+/// `concurrentRounds` sends six such writes at once, all based on the same version, on a store
+/// file (so that they share group commits), and checks that the answers agree with the model in
+/// some serial order and that the store ends as that order leaves it.
+///
+/// 1,000 steps or 5 seconds, seed 20260801; 25 rounds, seed 20260802. Environment:
+/// `MANAGEDSTORE_POLICY_SEED`, `MANAGEDSTORE_POLICY_STEPS`, `MANAGEDSTORE_POLICY_SECONDS`,
+/// `MANAGEDSTORE_POLICY_ROUNDS` (the concurrent rounds are timed by the machine, so a seed
+/// replays their requests but not their order), and for triage
 /// `MANAGEDSTORE_POLICY_RELAX=overwrite-equal-values` (the model then lets overwrite put back a
 /// property the request set to the value the store already holds, as the server does now, so
 /// that the walk goes on to the next disagreement).
@@ -771,6 +777,64 @@ struct MergePolicyRaceTests {
     }
 
     struct Mismatch: Error, CustomStringConvertible { let description: String }
+
+    /// How the answer to a write of `request` to `task` (the model's, before the write) based on
+    /// `base` under `policy` differs from `expected`; `next` is the task after the write.
+    static func problems(of response: RawHTTPClient.Response, viaTransaction: Bool, id: String, base: Int64?, reaches: Bool, policy: String,
+                         task: ModelTask, expected: Prediction, next: ModelTask) -> [String] {
+        let body = MergePolicyHTTPTests.parse(response)
+        var problems: [String] = []
+        if response.status != expected.status { problems.append("status \(response.status) instead of \(expected.status)") }
+        if response.header("Merge-Policy-Applied") != expected.applied {
+            problems.append("Merge-Policy-Applied \(response.header("Merge-Policy-Applied") ?? "absent") instead of \(expected.applied ?? "absent")")
+        }
+        if expected.applied != nil, (MergePolicyHTTPTests.mergeConflicts(response) ?? []) != expected.conflicting {
+            problems.append("Merge-Conflicts \(response.header("Merge-Conflicts") ?? "absent") instead of R ∩ C = \(expected.conflicting.sorted())")
+        }
+        if expected.status == 200 {
+            if viaTransaction {
+                // The task is listed when its stored state changed; the resolved conflict when it was stale.
+                let listed = body?["objects"]?.arrayValue?.first { $0["_id"]?.stringValue == id }
+                let answered = MergePolicyHTTPTests.task(listed, id: id)
+                if next.version > task.version, answered?.version != next.version || answered?.values != next.values {
+                    problems.append("objects hold \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "no \(id)") instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
+                }
+                if next.version == task.version, listed != nil {
+                    problems.append("objects list \(id) (\(listed.map { "\($0)" } ?? "")), which the write did not change")
+                }
+                // (A transaction that changes nothing: `noOpTransactionToken` holds its token.)
+                if (next.version > task.version || expected.applied != nil) && body?["token"]?.stringValue == nil { problems.append("no token") }
+                let resolved = body?["resolved"]?.arrayValue ?? []
+                let record = resolved.first
+                if resolved.count != (expected.applied == nil ? 0 : 1) || (record != nil && (record?["object"]?.stringValue != id || record?["policy"]?.stringValue != policy
+                    || record?["properties"]?.arrayValue.map({ Set($0.compactMap(\.stringValue)) }) != expected.conflicting)) {
+                    problems.append("resolved is \(resolved) instead of \(expected.applied == nil ? "[]" : "one conflict of \(id) under \(policy) with properties \(expected.conflicting.sorted())")")
+                }
+            } else {
+                let answered = MergePolicyHTTPTests.task(body, id: id)
+                if answered?.version != next.version || answered?.values != next.values {
+                    problems.append("answered \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? response.text) instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
+                }
+                if response.header("ETag") != "\"\(next.version)\"" { problems.append("ETag \(response.header("ETag") ?? "absent") instead of \"\(next.version)\"") }
+            }
+        } else if let base {
+            let conflict = body?["conflicts"]?.arrayValue?.first
+            let properties = conflict?["properties"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+            if properties != expected.conflicting { problems.append("409 properties \(properties.map { "\($0.sorted())" } ?? "missing") instead of R ∩ C = \(expected.conflicting.sorted())") }
+            if conflict?["oldVersion"]?.int64Value != base || conflict?["newVersion"]?.int64Value != task.version {
+                problems.append("409 versions \(String(describing: conflict?["oldVersion"])) -> \(String(describing: conflict?["newVersion"])) instead of \(base) -> \(task.version)")
+            }
+            let cached = MergePolicyHTTPTests.task(conflict?["cachedSnapshot"], id: id)
+            if !reaches {
+                if conflict?["cachedSnapshot"]?.isNull != true { problems.append("409 cachedSnapshot is not null, but the history no longer reaches version \(base)") }
+            } else if cached?.version != base || cached?.values != task.values(at: base) {
+                problems.append("409 cachedSnapshot \(cached.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "missing") instead of version \(base) \(MergePolicyHTTPTests.describe(task.values(at: base)))")
+            }
+            if MergePolicyHTTPTests.task(conflict?["persistedSnapshot"], id: id)?.values != task.values { problems.append("409 persistedSnapshot is not the stored task") }
+        }
+        return problems
+    }
+
 
     @Test("every answer and the store after it agree with a reference model of the five policies")
     func race() throws {
@@ -880,55 +944,10 @@ struct MergePolicyRaceTests {
                     response = try send("PATCH", "/v1/objects/\(id)?merge=\(policy)", body: MergePolicyHTTPTests.json(request),
                                         headers: base.map { [("If-Match", "\"\($0)\"")] } ?? [])
                 }
-                let body = MergePolicyHTTPTests.parse(response)
-                var problems: [String] = []
-                if response.status != expected.status { problems.append("status \(response.status) instead of \(expected.status)") }
-                if response.header("Merge-Policy-Applied") != expected.applied {
-                    problems.append("Merge-Policy-Applied \(response.header("Merge-Policy-Applied") ?? "absent") instead of \(expected.applied ?? "absent")")
-                }
-                if expected.applied != nil, (MergePolicyHTTPTests.mergeConflicts(response) ?? []) != expected.conflicting {
-                    problems.append("Merge-Conflicts \(response.header("Merge-Conflicts") ?? "absent") instead of R ∩ C = \(expected.conflicting.sorted())")
-                }
                 var next = task
-                if expected.status == 200 {
-                    next.commit(expected.after)
-                    if viaTransaction {
-                        // The task is listed when its stored state changed; the resolved conflict when it was stale.
-                        let listed = body?["objects"]?.arrayValue?.first { $0["_id"]?.stringValue == id }
-                        let answered = MergePolicyHTTPTests.task(listed, id: id)
-                        if next.version > task.version, answered?.version != next.version || answered?.values != next.values {
-                            problems.append("objects hold \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "no \(id)") instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
-                        }
-                        // (A transaction that changes nothing: `noOpTransactionToken` holds its token.)
-                        if (next.version > task.version || expected.applied != nil) && body?["token"]?.stringValue == nil { problems.append("no token") }
-                        let resolved = body?["resolved"]?.arrayValue ?? []
-                        let record = resolved.first
-                        if resolved.count != (expected.applied == nil ? 0 : 1) || (record != nil && (record?["object"]?.stringValue != id || record?["policy"]?.stringValue != policy
-                            || record?["properties"]?.arrayValue.map({ Set($0.compactMap(\.stringValue)) }) != expected.conflicting)) {
-                            problems.append("resolved is \(resolved) instead of \(expected.applied == nil ? "[]" : "one conflict of \(id) under \(policy) with properties \(expected.conflicting.sorted())")")
-                        }
-                    } else {
-                        let answered = MergePolicyHTTPTests.task(body, id: id)
-                        if answered?.version != next.version || answered?.values != next.values {
-                            problems.append("answered \(answered.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? response.text) instead of version \(next.version) \(MergePolicyHTTPTests.describe(next.values))")
-                        }
-                        if response.header("ETag") != "\"\(next.version)\"" { problems.append("ETag \(response.header("ETag") ?? "absent") instead of \"\(next.version)\"") }
-                    }
-                } else if let base {
-                    let conflict = body?["conflicts"]?.arrayValue?.first
-                    let properties = conflict?["properties"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
-                    if properties != expected.conflicting { problems.append("409 properties \(properties.map { "\($0.sorted())" } ?? "missing") instead of R ∩ C = \(expected.conflicting.sorted())") }
-                    if conflict?["oldVersion"]?.int64Value != base || conflict?["newVersion"]?.int64Value != task.version {
-                        problems.append("409 versions \(String(describing: conflict?["oldVersion"])) -> \(String(describing: conflict?["newVersion"])) instead of \(base) -> \(task.version)")
-                    }
-                    let cached = MergePolicyHTTPTests.task(conflict?["cachedSnapshot"], id: id)
-                    if !reaches {
-                        if conflict?["cachedSnapshot"]?.isNull != true { problems.append("409 cachedSnapshot is not null, but the history no longer reaches version \(base)") }
-                    } else if cached?.version != base || cached?.values != task.values(at: base) {
-                        problems.append("409 cachedSnapshot \(cached.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "missing") instead of version \(base) \(MergePolicyHTTPTests.describe(task.values(at: base)))")
-                    }
-                    if MergePolicyHTTPTests.task(conflict?["persistedSnapshot"], id: id)?.values != task.values { problems.append("409 persistedSnapshot is not the stored task") }
-                }
+                if expected.status == 200 { next.commit(expected.after) }
+                let problems = Self.problems(of: response, viaTransaction: viaTransaction, id: id, base: base, reaches: reaches, policy: policy,
+                                             task: task, expected: expected, next: next)
                 if !problems.isEmpty {
                     let changed = base.map { reaches ? "\(task.changed(after: $0).sorted())" : "every property (the history no longer reaches version \($0))" } ?? "[]"
                     throw fail(step, "\(viaTransaction ? "a transaction's update of" : "PATCH") \(id) \(MergePolicyHTTPTests.json(request)) based on \(base.map { "\($0)" } ?? "nothing") under \(policy), task at version \(task.version) \(MergePolicyHTTPTests.describe(task.values)), C = \(changed):\n  " + problems.joined(separator: "\n  "))
@@ -966,5 +985,124 @@ struct MergePolicyRaceTests {
         }
         print("merge-policy race: \(step) steps, seed \(seed), \(prunings) prunings; writes by policy \(counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
         #expect(step >= min(steps, 50), "the race ran \(step) steps")
+    }
+}
+
+extension MergePolicyRaceTests {
+    /// Holds the answers of one round of concurrent writes.
+    final class Answers: @unchecked Sendable {
+        // @unchecked Sendable: `items` is only touched under `lock`.
+        private let lock = NSLock()
+        private var items: [Int: RawHTTPClient.Response] = [:]
+        func set(_ index: Int, _ response: RawHTTPClient.Response) { lock.lock(); items[index] = response; lock.unlock() }
+        var all: [Int: RawHTTPClient.Response] { lock.lock(); defer { lock.unlock() }; return items }
+    }
+
+    /// One write of a concurrent round.
+    struct RoundWrite: Sendable {
+        let request: Values
+        let policy: String
+        let base: Int64?
+        let viaTransaction: Bool
+
+        func send(_ client: RawHTTPClient, id: String) throws -> RawHTTPClient.Response {
+            if viaTransaction {
+                let version = base.map { #", "version": \#($0)"# } ?? ""
+                return try client.json("POST", "/v1/transactions?merge=\(policy)",
+                                       #"{"operations": [{"op": "update", "object": "\#(id)"\#(version), "values": \#(MergePolicyHTTPTests.json(request))}]}"#)
+            }
+            return try client.json("PATCH", "/v1/objects/\(id)?merge=\(policy)", MergePolicyHTTPTests.json(request),
+                                   headers: base.map { [("If-Match", "\"\($0)\"")] } ?? [])
+        }
+
+        var text: String {
+            "\(viaTransaction ? "transaction update" : "PATCH") \(MergePolicyHTTPTests.json(request)) based on \(base.map { "\($0)" } ?? "nothing") under \(policy)"
+        }
+    }
+
+    /// Whether the answers `pending` can be put in an order in which each agrees with the model
+    /// (each write sees the task as the writes before it left it): the serial order that the
+    /// write queue must have given them. Returns the task after them, or nil.
+    static func serialize(_ writes: [RoundWrite], _ answers: [Int: RawHTTPClient.Response], pending: Set<Int>, from task: ModelTask,
+                          relaxEqual: Bool) -> ModelTask? {
+        guard !pending.isEmpty else { return task }
+        for index in pending.sorted() {
+            let write = writes[index], answer = answers[index]!
+            let expected = predict(task, request: write.request, base: write.base, reachable: true, policy: write.policy, relaxEqual: relaxEqual)
+            var next = task
+            if expected.status == 200 { next.commit(expected.after) }
+            guard problems(of: answer, viaTransaction: write.viaTransaction, id: "Task/1", base: write.base, reaches: true, policy: write.policy,
+                           task: task, expected: expected, next: next).isEmpty else { continue }
+            if let end = serialize(writes, answers, pending: pending.subtracting([index]), from: next, relaxEqual: relaxEqual) { return end }
+        }
+        return nil
+    }
+
+    @Test("writes sent at once (one group commit) agree with the model in some serial order, and the store ends as that order leaves it")
+    func concurrentRounds() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seed = environment["MANAGEDSTORE_POLICY_SEED"].flatMap(UInt64.init) ?? 20_260_802
+        let rounds = environment["MANAGEDSTORE_POLICY_ROUNDS"].flatMap(Int.init) ?? 25
+        let relaxEqual = environment["MANAGEDSTORE_POLICY_RELAX"]?.split(separator: ",").contains("overwrite-equal-values") ?? false
+        var random = SplitMix64(seed: seed)
+        let writers = 6
+
+        let (harness, client) = try MergePolicyHTTPTests.seeded(file: true)
+        defer { withExtendedLifetime(harness) {} }
+        var model = ModelTask(MergePolicyHTTPTests.base)
+        let policies = MergePolicy.builtIn.map(\.name)
+        for round in 1...rounds {
+            let start = model
+            let writes = (0..<writers).map { _ in
+                var values: Values = [:]
+                while values.isEmpty {
+                    if Bool.random(using: &random) { values["title"] = .text(["a", "b", "c"].randomElement(using: &random)!) }
+                    if Bool.random(using: &random) { values["priority"] = .number(Int64.random(in: 0...2, using: &random)) }
+                    if Bool.random(using: &random) { values["done"] = .flag(Bool.random(using: &random)) }
+                    if Bool.random(using: &random) { values["project"] = .project([nil, "P1", "P2", "P3"].randomElement(using: &random)!) }
+                    if Bool.random(using: &random) { values["tags"] = .tags(["G1", "G2", "G3"].filter { _ in Bool.random(using: &random) }) }
+                }
+                return RoundWrite(request: values, policy: policies.randomElement(using: &random)!,
+                                  base: Int.random(in: 0..<6, using: &random) == 0 ? nil : start.version,
+                                  viaTransaction: Int.random(in: 0..<4, using: &random) == 0)
+            }
+            // Every writer connects, then all send at once.
+            let answers = Answers(), failures = LockedList<String>()
+            let ready = DispatchGroup(), done = DispatchGroup(), go = DispatchSemaphore(value: 0)
+            let port = harness.port
+            for index in writes.indices {
+                ready.enter()
+                done.enter()
+                Thread {
+                    defer { done.leave() }
+                    let connected = Result { try RawHTTPClient(port: port) }
+                    ready.leave()
+                    go.wait()
+                    do { answers.set(index, try writes[index].send(try connected.get(), id: "Task/1")) } catch { failures.add("\(index): \(error)") }
+                }.start()
+            }
+            try #require(ready.wait(timeout: .now() + 30) == .success, "the writers did not connect")
+            for _ in writes { go.signal() }
+            try #require(done.wait(timeout: .now() + 60) == .success, "the writes did not finish")
+            try #require(failures.all.isEmpty, "\(failures.all)")
+            let got = answers.all
+            guard got.count == writers, let end = Self.serialize(writes, got, pending: Set(0..<writers), from: start, relaxEqual: relaxEqual) else {
+                Issue.record(Comment(rawValue: """
+                    round \(round) (seed \(seed)): no serial order of these answers agrees with the model
+                      task before: version \(start.version) \(MergePolicyHTTPTests.describe(start.values))
+                      \(writes.indices.map { "\(writes[$0].text)\n        -> \(got[$0].map { "\($0.status) [\($0.header("Merge-Policy-Applied") ?? "-"); \($0.header("Merge-Conflicts") ?? "-")] \($0.text.prefix(600))" } ?? "no answer")" }.joined(separator: "\n      "))
+                    """))
+                return
+            }
+            model = end
+            let now = try MergePolicyHTTPTests.stored(client)
+            let held = now.tasks["Task/1"]
+            guard now.problems.isEmpty, held?.version == model.version, held?.values == model.values else {
+                Issue.record("round \(round) (seed \(seed)): the store holds \(held.map { "version \($0.version) \(MergePolicyHTTPTests.describe($0.values))" } ?? "no task") instead of version \(model.version) \(MergePolicyHTTPTests.describe(model.values)); \(now.problems)")
+                return
+            }
+        }
+        let health = MergePolicyHTTPTests.parse(try client.request("GET", "/v1/healthz"))
+        print("merge-policy rounds: \(rounds) rounds of \(writers) writes, seed \(seed); \(health?["writeRequests"]?.int64Value ?? 0) write requests in \(health?["writeTransactions"]?.int64Value ?? 0) transactions")
     }
 }
