@@ -634,9 +634,13 @@ extension MergePolicyHTTPTests {
     func noOpTransactionToken() throws {
         let (harness, client) = try Self.seeded()
         defer { withExtendedLifetime(harness) {} }
-        let response = try client.json("POST", "/v1/transactions", #"{"operations": [{"op": "update", "object": "Task/1", "values": {"title": "t0"}}]}"#)
-        #expect(response.status == 200, "\(response.text)")
-        #expect(Self.parse(response)?["token"]?.stringValue != nil, "token: \(response.text)")
+        // An update to the values already stored, and an upsert that store-trump keeps out.
+        for (query, body) in [("", #"{"operations": [{"op": "update", "object": "Task/1", "values": {"title": "t0"}}]}"#),
+                              ("?merge=store-trump", #"{"operations": [{"op": "insert", "entity": "Tag", "values": {"label": "G1"}}]}"#)] {
+            let response = try client.json("POST", "/v1/transactions\(query)", body)
+            #expect(response.status == 200, "\(body): \(response.text)")
+            #expect(Self.parse(response)?["token"]?.stringValue != nil, "\(body): token: \(response.text)")
+        }
     }
 
     @Test("overwrite applies every property the request sets, also one whose value equals the store's")
