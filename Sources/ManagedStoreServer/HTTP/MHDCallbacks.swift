@@ -117,16 +117,25 @@ func mhdCollectArgument(_ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, 
     return .YES
 }
 
+/// Adds headers to a response. libmicrohttpd refuses an empty value, so one is sent as a
+/// single space: an empty field value to every parser (RFC 9110 5.5 trims it), which a header
+/// such as `Merge-Conflicts` with nothing to list needs.
+func mhdAddHeaders(_ headers: [(name: String, value: String)], to response: OpaquePointer) {
+    for (name, value) in headers {
+        // withCString lends the string's own bytes; passing a String directly copies it.
+        name.withCString { name in
+            (value.isEmpty ? " " : value).withCString { value in _ = MHD_add_response_header(response, name, value) }
+        }
+    }
+}
+
 /// Queues `response` on the connection (MHD copies the body).
 func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
     let made = response.body.withUnsafeBytes { bytes in
         MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
     }
     guard let made else { return .NO }
-    for (name, value) in response.headers {
-        // withCString lends the string's own bytes; passing a String directly copies it.
-        name.withCString { name in value.withCString { value in _ = MHD_add_response_header(made, name, value) } }
-    }
+    mhdAddHeaders(response.headers, to: made)
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
     return result
@@ -142,9 +151,7 @@ func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, serve
         server.streamEnded(stream)
         return .NO
     }
-    for (name, value) in stream.headers {
-        name.withCString { name in value.withCString { value in _ = MHD_add_response_header(made, name, value) } }
-    }
+    mhdAddHeaders(stream.headers, to: made)
     let result = MHD_queue_response(connection, UInt32(stream.status), made)
     MHD_destroy_response(made)
     return result
