@@ -76,6 +76,15 @@ struct MergePolicyTests {
             "overwrite": with(["tags": .tags(["G3"])]),
             "rollback": with(["tags": .tags(["G1", "G2"])]),
         ]),
+        // R is what this context sets, also to the value the store holds now: overwrite keeps it
+        // (it does not go back to the base version as "C minus R").
+        Case(name: "a property set to the value the store changed it to", store: ["title": .text("store"), "project": .project("P2")],
+             mine: ["title": .text("store"), "project": .project("P2"), "done": .flag(true)], expected: [
+            "store-trump": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
+            "object-trump": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
+            "overwrite": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
+            "rollback": with(["title": .text("store"), "project": .project("P2")]),
+        ]),
         Case(name: "a delete based on a version the store changed", store: ["title": .text("store")], mine: nil, expected: [
             "store-trump": with(["title": .text("store")]),
             "object-trump": Self.deleted,
@@ -186,6 +195,35 @@ struct MergePolicyTests {
             #expect(conflicts.first?.oldVersion == 1 && conflicts.first?.newVersion == 2)
             #expect(final == afterStore, "error: nothing is written")
         }
+    }
+
+    /// One context saves one change after another (as a write queue's does): what a save set
+    /// ends with it, also when the save had nothing to write (every value set was the stored
+    /// one). Before, a no-op save's sets stayed, and the next save's overwrite counted them in
+    /// its R and did not put them back to the base version.
+    @Test("R ends with each save, also a save with nothing to write")
+    func setPropertiesEndWithEachSave() throws {
+        let (container, id) = try Self.seeded()
+        let other = container.newBackgroundContext(name: "store")
+        try other.performAndWait {
+            try Self.set(["title": .text("store"), "priority": .number(2)], on: try other.existingObject(with: id), in: other)
+            try other.save()
+        }
+        let writer = container.newBackgroundContext(name: "writer")
+        try writer.performAndWait {
+            // A write that sets the title the store already holds: nothing to write.
+            let task = try writer.existingObject(with: id)
+            try Self.set(["title": .text("store")], on: task, in: writer)
+            let first = try writer.save()
+            #expect(first.token == nil && first.updated.isEmpty, "nothing written")
+            // The next write, based on version 1, sets only the priority under overwrite: the
+            // title (changed by the store after version 1, not set by this write) goes back.
+            task.baseVersion = 1
+            try Self.set(["priority": .number(5)], on: task, in: writer)
+            let second = try writer.save(mergePolicy: .overwrite)
+            #expect(second.resolved.count == 1)
+        }
+        #expect(try Self.stored(container, id) == Self.with(["priority": .number(5)]))
     }
 
     @Test("the conflict record: R ∩ C, the values at the base version from the history, every property when the history no longer reaches it")

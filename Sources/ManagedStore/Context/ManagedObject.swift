@@ -73,8 +73,10 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// The version the store must hold for this object's changes to save.
     var expectedVersion: Int64 { claimedBaseVersion ?? committedVersion }
 
-    /// The properties set since the object was inserted (`noteSetOnInsert`).
-    @exclusivity(unchecked) var setOnInsert: UInt64 = 0
+    /// The properties set explicitly since the object was inserted, read or last saved, equal
+    /// values included (`noteSet`): bits for the first 64 properties, a set for the rest.
+    @exclusivity(unchecked) var setBits: UInt64 = 0
+    @exclusivity(unchecked) var setBeyond64: Set<Int> = []
 
     @exclusivity(unchecked) public internal(set) var isInserted = false
     @exclusivity(unchecked) public internal(set) var isDeleted = false
@@ -188,8 +190,12 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         let context = requireContext()
         precondition(!isDeleted, "ManagedObject \(objectID): setting '\(entity.attributes[index].name)' on a deleted object")
         fireFaultIfNeeded()
-        if isInserted { noteSetOnInsert(index) }
-        if attributes[index] == value { return }
+        noteSet(index)
+        if attributes[index] == value {
+            // Nothing to write, but the next save must still end what was set (R).
+            if !isInserted { context.noteUpdated(self) }
+            return
+        }
         attributes[index] = value
         if !isInserted {
             changedAttributes.insert(index)
@@ -197,20 +203,24 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
-    /// Remembers that property `index` (attributes first, then relationships) of an inserted
-    /// object was set: what an insert "sets" when a merge policy folds it into an object
-    /// already holding its unique values. One bit each, no allocation on the insert path.
-    func noteSetOnInsert(_ index: Int) {
-        if index < 64 { setOnInsert |= 1 << UInt64(index) }
+    /// Remembers that property `index` (attributes first, then relationships) was set by the
+    /// application (not through an inverse), even to the value it had: what a change "sets" (R)
+    /// for a merge policy (`overwrite` keeps it, though the store holds the same value), and
+    /// what an insert brings when a merge policy folds it into the object holding its unique
+    /// values. One bit each up to 64 properties: no allocation on the insert path.
+    func noteSet(_ index: Int) {
+        if index < 64 { setBits |= 1 << UInt64(index) } else { setBeyond64.insert(index) }
     }
 
-    /// Whether property `index` was set on this inserted object; for an object of more than 64
-    /// properties, the ones past 64 count as set when they differ from their start value.
-    func wasSetOnInsert(_ index: Int) -> Bool {
-        if index < 64 { return setOnInsert & (1 << UInt64(index)) != 0 }
-        let a = entity.attributes.count
-        if index < a { return attributes[index] != entity.defaultAttributes[index] }
-        return !(context?.loadedDestinations(relationships[index - a])?.isEmpty ?? true)
+    /// Whether property `index` was set since the object was inserted, read or last saved.
+    func wasSet(_ index: Int) -> Bool {
+        index < 64 ? setBits & (1 << UInt64(index)) != 0 : setBeyond64.contains(index)
+    }
+
+    /// Forgets which properties were set (after a save, a rollback or a refresh).
+    func clearSetProperties() {
+        setBits = 0
+        if !setBeyond64.isEmpty { setBeyond64 = [] }
     }
 
     /// The attribute as a Swift type: `object.value("title", as: String.self)`; nil when null

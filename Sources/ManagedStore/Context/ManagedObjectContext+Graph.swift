@@ -107,16 +107,19 @@ extension ManagedObjectContext {
     }
 
     private func markChanged(_ object: ManagedObject, relationship r: Int) {
-        guard !object.isInserted else { return object.noteSetOnInsert(object.entity.attributes.count + r) }
+        guard !object.isInserted else { return }
         object.changedRelationships.insert(r)
         noteUpdated(object)
     }
 
     func setToOne(_ owner: ManagedObject, _ r: Int, _ target: ManagedObjectID?) {
         precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
-        if owner.isInserted { owner.noteSetOnInsert(owner.entity.attributes.count + r) }
+        owner.noteSet(owner.entity.attributes.count + r)
         let old = toOneValue(of: owner, r)
-        guard old != target else { return }
+        guard old != target else {
+            if !owner.isInserted { noteUpdated(owner) }  // the next save ends what was set (R)
+            return
+        }
         owner.relationships[r] = .toOne(target)
         markChanged(owner, relationship: r)
         let inverse = owner.entity.relationships[r].inverseIndex
@@ -126,9 +129,12 @@ extension ManagedObjectContext {
 
     func setToMany(_ owner: ManagedObject, _ r: Int, _ targets: Set<ManagedObjectID>) {
         precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
-        if owner.isInserted { owner.noteSetOnInsert(owner.entity.attributes.count + r) }
+        owner.noteSet(owner.entity.attributes.count + r)
         let old = toManyValue(of: owner, r)
-        guard old != targets else { return }
+        guard old != targets else {
+            if !owner.isInserted { noteUpdated(owner) }  // the next save ends what was set (R)
+            return
+        }
         owner.relationships[r] = .toMany(targets)
         markChanged(owner, relationship: r)
         let inverse = owner.entity.relationships[r].inverseIndex

@@ -22,12 +22,16 @@ extension ManagedObjectContext {
         var resolution = MergeResolution()
         for attempt in 1...Self.mergeAttempts {
             compactChangeLists()
-            guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else { return resolution.saved(.none) }
+            guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else {
+                forgetUnwrittenSets()
+                return resolution.saved(.none)
+            }
             let errors = validationErrors()
             guard errors.isEmpty else { throw .validation(errors) }
             guard hasChanges || !baseVersionList.isEmpty else {
                 // Only objects inserted and deleted again (their deletion allowed): nothing to write.
                 forgetDiscardedInserts()
+                forgetUnwrittenSets()
                 return resolution.saved(.none)
             }
             do throws(ChangeSetRejection) {
@@ -152,6 +156,16 @@ extension ManagedObjectContext {
     // MARK: Steps
 
     /// Drops list entries that no longer stand for a change (deleted inserts, refreshed objects).
+    /// A save with nothing to write still ends what was set before it, so that the next
+    /// save's R starts empty: objects set only to the values they had leave the updated list.
+    private func forgetUnwrittenSets() {
+        for object in updatedList where !object.isUpdated {
+            object.clearSetProperties()
+            object.isListedAsUpdated = false
+        }
+        updatedList.removeAll { !$0.isListedAsUpdated }
+    }
+
     private func compactChangeLists() {
         insertedList.removeAll { !$0.isInserted || $0.isDeleted }
         discardedInsertList.removeAll { !$0.isInserted || !$0.isDeleted }
@@ -293,6 +307,7 @@ extension ManagedObjectContext {
     private func commit(_ object: ManagedObject) {
         object.changedAttributes = []
         object.changedRelationships = []
+        object.clearSetProperties()
         object.isListedAsUpdated = false
         object.isListedAsTouched = false
         object.committedAttributes = object.attributes

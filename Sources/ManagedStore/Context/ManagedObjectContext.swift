@@ -384,6 +384,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.isListedAsTouched = false
         object.changedAttributes = []
         object.changedRelationships = []
+        object.clearSetProperties()
         if !object.isFault {
             object.attributes = object.committedAttributes
             object.relationships = object.committedRelationships
@@ -401,6 +402,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             let hadChanges = object.isUpdated
             object.changedAttributes = []
             object.changedRelationships = []
+            object.clearSetProperties()
             object.isFault = true
             object.prefetchedRow = nil
             object.isInaccessible = false

@@ -49,12 +49,14 @@ extension ManagedObjectContext {
         }
     }
 
-    /// The properties `object` changed since it was read (R).
+    /// The properties `object` set since it was read (R): those it changed, and those it set
+    /// to the value they had (a write that sets a title to the store's title still sets it).
     func changedPropertyNames(_ object: ManagedObject) -> Set<String> {
         let entity = object.entity
         var names = Set(object.changedAttributes.filter { $0 < object.committedAttributes.count && object.attributes[$0] != object.committedAttributes[$0] }
             .map { entity.attributes[$0].name })
         for r in object.changedRelationships { names.insert(entity.relationships[r].name) }
+        for (index, name) in entity.propertyNames.enumerated() where object.wasSet(index) { names.insert(name) }
         return names
     }
 

@@ -34,9 +34,11 @@ extension ManagedObjectContext {
     func resolve(_ conflicts: [MergeConflict], _ constraints: [ConstraintConflict], policy: MergePolicy,
                  into resolution: inout MergeResolution) throws(SaveError) {
         func unresolved() -> SaveError { .conflict(mergeConflicts: conflicts, constraintConflicts: constraints) }
-        // An object deleted in the store has nothing to merge with; a uniqueness conflict of an
-        // object already saved (an update taking a value another holds) neither.
-        guard conflicts.allSatisfy({ $0.persistedSnapshot != nil }),
+        // An object deleted in the store has nothing to merge with; a change based on a version
+        // the store never reached (above the stored one) is not stale but wrong; a uniqueness
+        // conflict of an object already saved (an update taking a value another holds) has
+        // nothing to fold into.
+        guard conflicts.allSatisfy({ $0.persistedSnapshot != nil && $0.oldVersion < $0.newVersion }),
               constraints.allSatisfy({ $0.objects.allSatisfy(\.isTemporaryID) }) else { throw unresolved() }
         if case .custom(let resolver) = policy {
             for conflict in conflicts { try absorbStoreState(conflict, keeping: .mine) }
@@ -124,6 +126,24 @@ extension ManagedObjectContext {
 
         let mineAttributes = object.attributes
         let mineRelationships = object.relationships
+        // Overwrite: the relationships the store changed and this context did not, at the base
+        // version. A destination deleted since then cannot be put back: the conflict stands
+        // (rather than a validation error about a property the save never set). Checked before
+        // the object changes, so that a refused save leaves it as it was.
+        var relationshipsAtBase: [Int: Set<ManagedObjectID>] = [:]
+        if let base {
+            for (r, relationship) in entity.relationships.enumerated() where conflict.storeChanged(relationship.name) {
+                if changed.contains(relationship.name), loadedDestinations(mineRelationships[r]) != nil { continue }
+                let before: Set<ManagedObjectID>
+                switch base[relationship.name] {
+                case .object(let id)?: before = id.map { [$0] } ?? []
+                case .objects(let ids)?: before = Set(ids)
+                default: continue
+                }
+                guard before.allSatisfy(exists) else { throw .conflict(mergeConflicts: [conflict], constraintConflicts: []) }
+                relationshipsAtBase[r] = before
+            }
+        }
         // The store's state becomes what the object was read at: its version and values; the
         // relationships it did not change show the store's destinations (with this context's
         // changes from the other sides on top).
@@ -162,14 +182,18 @@ extension ManagedObjectContext {
                 continue
             }
             setLoadedRelationship(of: object, r, stored: stored)
-            if let base, conflict.storeChanged(relationship.name) {
-                switch base[relationship.name] {
-                case .object(let id)?: setRelationship(object, r, to: id.map { [$0] } ?? [])
-                case .objects(let ids)?: setRelationship(object, r, to: Set(ids))
-                default: break
-                }
-            }
+            if let before = relationshipsAtBase[r] { setRelationship(object, r, to: before) }
         }
+        // What the object sets now (R, should the save conflict again) is what it kept of its
+        // own; the values put back to the base version are the policy's, not its.
+        object.clearSetProperties()
+        for (index, name) in entity.propertyNames.enumerated() where keepsMine(name) { object.noteSet(index) }
+    }
+
+    /// Whether `id` names an object the store holds and this context has not deleted.
+    private func exists(_ id: ManagedObjectID) -> Bool {
+        guard let object = try? existingObject(with: id) else { return false }
+        return !object.isDeleted
     }
 
     private func relationshipState(_ destinations: Set<ManagedObjectID>, toMany: Bool) -> RelationshipState {
@@ -208,6 +232,7 @@ extension ManagedObjectContext {
         let entity = object.entity
         for a in object.changedAttributes where a < object.committedAttributes.count { object.attributes[a] = object.committedAttributes[a] }
         object.changedAttributes = []
+        object.clearSetProperties()
         for r in object.changedRelationships {
             guard let stored = loadedDestinations(object.committedRelationships[r]) else { continue }
             let mine = loadedDestinations(object.relationships[r]) ?? []
@@ -215,6 +240,7 @@ extension ManagedObjectContext {
             for destination in mine.subtracting(stored) { restoreInverse(of: destination, entity.relationships[r].inverseIndex, awayFrom: object.objectID) }
         }
         object.changedRelationships = []
+        object.clearSetProperties()
     }
 
     /// Takes back a pending delete of `object`, and what its delete rules did: the objects its
@@ -246,51 +272,47 @@ extension ManagedObjectContext {
             survivor = folding.removeFirst()
         }
         for insert in folding {
-            switch policy {
-            case .objectTrump, .overwrite:
-                take(insert, into: survivor, replacing: { if case .overwrite = policy { return true } else { return false } }())
-            default:
-                break
-            }
-            forget(insert)
+            fold(insert, into: survivor, policy: policy)
         }
         resolution.uniqueness.append((conflict, survivor, folding.map(\.objectID)))
     }
 
-    /// Sets on `survivor` what `insert` set (and, `replacing`, every other property back to its
-    /// default or to nothing), moving its relationships' destinations over.
-    private func take(_ insert: ManagedObject, into survivor: ManagedObject, replacing: Bool) {
+    /// Folds `insert` into `survivor`, the object holding its unique values, and drops it
+    /// (without delete rules). What the insert set itself is its values: object-trump sets them
+    /// on the survivor, overwrite too and every other property back to its default (or to
+    /// nothing), store-trump and rollback leave them out. What other objects of the save set
+    /// (their relationship to the insert, seen from its side) is theirs: it goes to the
+    /// survivor under every policy, as the insert's ref now names the survivor.
+    private func fold(_ insert: ManagedObject, into survivor: ManagedObject, policy: MergePolicy) {
+        let takesValues: Bool, replacing: Bool
+        switch policy {
+        case .objectTrump: (takesValues, replacing) = (true, false)
+        case .overwrite: (takesValues, replacing) = (true, true)
+        default: (takesValues, replacing) = (false, false)
+        }
         let entity = insert.entity
-        for (a, attribute) in entity.attributes.enumerated() {
-            if insert.wasSetOnInsert(a) {
-                survivor.setAttribute(insert.attributes[a], at: a)
-            } else if replacing {
-                survivor.setAttribute(attribute.defaultValue, at: a)
+        if takesValues {
+            for (a, attribute) in entity.attributes.enumerated() {
+                if insert.wasSet(a) {
+                    survivor.setAttribute(insert.attributes[a], at: a)
+                } else if replacing {
+                    survivor.setAttribute(attribute.defaultValue, at: a)
+                }
             }
         }
-        let attributeCount = entity.attributes.count
-        for r in entity.relationships.indices {
-            let set = insert.wasSetOnInsert(attributeCount + r)
-            guard set || replacing else { continue }
-            let destinations = set ? (loadedDestinations(insert.relationships[r]) ?? []) : []
+        for (r, relationship) in entity.relationships.enumerated() {
+            let destinations = loadedDestinations(insert.relationships[r]) ?? []
+            let setByInsert = insert.wasSet(entity.attributes.count + r)
             // The insert lets go first, so that each destination moves once.
-            if entity.relationships[r].isToMany { setToMany(insert, r, []) } else { setToOne(insert, r, nil) }
-            if entity.relationships[r].isToMany {
-                setToMany(survivor, r, destinations)
-            } else {
-                setToOne(survivor, r, destinations.first)
+            if !destinations.isEmpty { setRelationship(insert, r, to: []) }
+            if setByInsert && !takesValues {
+                // Its own value, left out: the destinations go back to what the store holds.
+                for destination in destinations { restoreInverse(of: destination, relationship.inverseIndex, awayFrom: insert.objectID) }
+            } else if setByInsert || replacing {
+                setRelationship(survivor, r, to: destinations)
+            } else if !destinations.isEmpty {
+                setRelationship(survivor, r, to: relationship.isToMany ? toManyValue(of: survivor, r).union(destinations) : destinations)
             }
-        }
-    }
-
-    /// Drops an inserted object without delete rules: its relationships let go of their
-    /// destinations (which go back to what the store holds for them), and it leaves the context.
-    private func forget(_ insert: ManagedObject) {
-        let entity = insert.entity
-        for r in entity.relationships.indices {
-            guard let destinations = loadedDestinations(insert.relationships[r]), !destinations.isEmpty else { continue }
-            if entity.relationships[r].isToMany { setToMany(insert, r, []) } else { setToOne(insert, r, nil) }
-            for destination in destinations { restoreInverse(of: destination, entity.relationships[r].inverseIndex, awayFrom: insert.objectID) }
         }
         insertedList.removeAll { $0 === insert }
         registered[insert.objectID] = nil
