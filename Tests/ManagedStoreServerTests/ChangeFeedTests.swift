@@ -94,6 +94,13 @@ struct ChangeFeedTests {
             #expect(answer.json?["code"] as? String == "bad-request", "\(query)")
         }
         #expect(try harness.request("POST", "/v1/changes").status == 405)
+        // A Last-Event-ID that is no token is refused, with or without a stream, instead of
+        // silently falling back to since.
+        for (value, accept) in [("", "application/json"), ("x", "application/json"), ("-2", "text/event-stream"), ("", "text/event-stream")] {
+            let answer = try harness.request("GET", "/v1/changes", headers: [("Accept", accept), ("Last-Event-ID", value)])
+            #expect(answer.status == 400, "Last-Event-ID '\(value)' with \(accept)")
+            #expect(answer.json?["code"] as? String == "bad-request")
+        }
     }
 
     // MARK: Only what committed

@@ -73,8 +73,13 @@ final class ChangeFeed: @unchecked Sendable {
     func handle(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
         var query = try Self.query(request, model: coordinator.model)
         let wantsStream = request.header("Accept")?.lowercased().contains("text/event-stream") ?? false
-        if wantsStream, let last = request.header("Last-Event-ID"), let token = PersistentHistoryToken(last.trimmingCharacters(in: .whitespaces)) {
-            query.since = token  // a reconnecting client resumes after the last event it saw
+        if let last = request.header("Last-Event-ID") {
+            // Checked also where it is not used (no stream): a malformed token is refused rather
+            // than silently replaced by `since`, which would replay or skip changes.
+            guard let token = PersistentHistoryToken(last.trimmingCharacters(in: .whitespaces)) else {
+                throw Problem.badRequest("Last-Event-ID must be a token: a whole number, 0 or more")
+            }
+            if wantsStream { query.since = token }  // a reconnecting client resumes after the last event it saw
         }
         let (transactions, oldest) = try page(query)
         if wantsStream {
