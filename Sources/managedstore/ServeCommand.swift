@@ -48,6 +48,9 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Commit each write alone instead of grouping waiting writes in one transaction (for comparison).")
     var noGroupCommit = false
 
+    @Flag(help: "Record no persistent history (to measure its cost): the change feed stays empty, and merge policies count every property as changed by the store.")
+    var noHistory = false
+
     @Option(help: "libmicrohttpd threads (at least 2).")
     var threads = 4
 
@@ -108,14 +111,14 @@ struct ServeCommand: ParsableCommand {
         }
         let coordinator: PersistentStoreCoordinator
         do {
-            coordinator = try PersistentStoreCoordinator(model: loaded, store: .path(store, readerCount: readContexts,
-                                                                                      durability: StoreDescription.Durability(rawValue: durability)!))
+            var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)
+            description.recordsHistory = !noHistory
+            coordinator = try PersistentStoreCoordinator(model: loaded, store: description)
         } catch {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
             throw ExitCode(1)
         }
         var service = ServiceConfiguration()
-        service.readContexts = readContexts
         service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit

@@ -23,7 +23,7 @@ final class ServerHarness: @unchecked Sendable {
         } else {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-server-\(UUID().uuidString)")
             directory = folder
-            store = .sqlite(folder.appendingPathComponent("store.sqlite"), readerCount: service.readContexts, durability: .normal)
+            store = .sqlite(folder.appendingPathComponent("store.sqlite"), durability: .normal)
         }
         coordinator = try PersistentStoreCoordinator(model: model, store: store)
         server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)

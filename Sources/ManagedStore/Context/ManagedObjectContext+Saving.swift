@@ -14,10 +14,27 @@ extension ManagedObjectContext {
     /// conflict (and every uniqueness violation), or `SaveError.store`. In each case nothing is
     /// written and the context keeps its changes; `refresh(_:mergeChanges: true)` or
     /// `rollback()` are the ways forward.
+    ///
+    /// A context pinned to a query generation saves against the store's latest state (that is
+    /// what conflicts are found in and merged from) and is pinned to the current generation
+    /// after a successful save.
     @discardableResult
     public func save(mergePolicy: MergePolicy? = nil) throws(SaveError) -> SavedChanges {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
+        guard let pinned = pinnedGeneration else { return try saveOnLatestState(mergePolicy: mergePolicy) }
+        pinnedGeneration = nil
+        let saved: SavedChanges
+        do { saved = try saveOnLatestState(mergePolicy: mergePolicy) } catch {
+            pinnedGeneration = pinned
+            throw error
+        }
+        pinnedGeneration = pinned
+        advancePinnedGeneration()
+        return saved
+    }
+
+    private func saveOnLatestState(mergePolicy: MergePolicy?) throws(SaveError) -> SavedChanges {
         let policy = mergePolicy ?? _mergePolicy
         var resolution = MergeResolution()
         for attempt in 1...Self.mergeAttempts {

@@ -12,7 +12,11 @@ import Foundation
 /// same reason its stored state is `@exclusivity(unchecked)` (see `ManagedObject`): one thread,
 /// and no access held open across a call that could come back to the same property.
 public final class ManagedObjectContext: @unchecked Sendable, CustomStringConvertible {
-    public let coordinator: PersistentStoreCoordinator
+    public var coordinator: PersistentStoreCoordinator { coordinatorReference }
+    /// Keeps the coordinator alive; nil for the read contexts of the coordinator's own pool,
+    /// which it owns (a strong reference back would keep both alive forever).
+    private let owningCoordinator: PersistentStoreCoordinator?
+    private unowned let coordinatorReference: PersistentStoreCoordinator
     public let name: String
     /// Whether the context keeps every object it registered until `reset()` (true, the
     /// default), or only those with unsaved changes [retainsRegisteredObjects]. Set it to false
@@ -59,6 +63,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// The connection of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
+    /// The query generation the context is pinned to (`setQueryGenerationFrom`), if any:
+    /// every read outside a save uses its snapshot.
+    @exclusivity(unchecked) var pinnedGeneration: QueryGenerationToken?
     /// SQLite steps a limited fetch in key order may scan before SQLite's own plan takes over
     /// (KeyOrderedFetch.swift); tests lower it to reach that hand-over with little data.
     var keyOrderScanBudget: Int32 = ManagedObjectContext.defaultKeyOrderScanBudget
@@ -69,8 +76,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// A new context on the coordinator. Use it only inside `perform` / `performAndWait`.
     /// `readsThroughWriter` is for the one context that saves inside group commits.
-    public init(coordinator: PersistentStoreCoordinator, name: String = "context", readsThroughWriter: Bool = false) {
-        self.coordinator = coordinator
+    public convenience init(coordinator: PersistentStoreCoordinator, name: String = "context", readsThroughWriter: Bool = false) {
+        self.init(coordinator: coordinator, name: name, readsThroughWriter: readsThroughWriter, ownedByCoordinator: false)
+    }
+
+    /// `ownedByCoordinator`: a context of the coordinator's reader pool (`withReadContext`),
+    /// which does not keep its coordinator alive.
+    init(coordinator: PersistentStoreCoordinator, name: String, readsThroughWriter: Bool, ownedByCoordinator: Bool) {
+        self.owningCoordinator = ownedByCoordinator ? nil : coordinator
+        self.coordinatorReference = coordinator
         self.name = name
         self.readsThroughWriter = readsThroughWriter
         self.queue = DispatchQueue(label: "ManagedStore.context.\(name)")
@@ -112,7 +126,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     ///
     /// Inlinable so that it is specialized for `T` in the caller's module: unspecialized, every
     /// call looked up the metadata of `Result<T, Error>` and `T?` at run time, about a thousand
-    /// instructions on each of a server's reads.
+    /// instructions on each read of one object.
     @inlinable
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
@@ -267,16 +281,22 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func performInSnapshot<T>(_ body: () throws -> T) throws -> T {
         assertOnQueue()
         if snapshotConnection != nil { return try body() }
-        return try coordinator.read(throughWriter: readsThroughWriter) { connection in
-            snapshotConnection = connection
-            defer { snapshotConnection = nil }
-            return try body()
-        }
+        if let pinned = pinnedGeneration?.snapshot { return try pinned.read { connection in try inSnapshot(on: connection, body) } }
+        return try coordinator.read(throughWriter: readsThroughWriter) { connection in try inSnapshot(on: connection, body) }
     }
 
-    /// Runs one read on the snapshot in progress, or on a connection of its own.
+    /// Runs `body` with every read of the context on `connection`, which is in a read transaction.
+    func inSnapshot<T>(on connection: SQLiteConnection, _ body: () throws -> T) rethrows -> T {
+        snapshotConnection = connection
+        defer { snapshotConnection = nil }
+        return try body()
+    }
+
+    /// Runs one read on the snapshot in progress, the pinned query generation, or a
+    /// connection of its own.
     func readStore<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         if let snapshotConnection { return try body(snapshotConnection) }
+        if let pinned = pinnedGeneration?.snapshot { return try pinned.read(body) }
         return try coordinator.read(throughWriter: readsThroughWriter, body)
     }
 
@@ -340,6 +360,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Forgets every object and change [reset()]. Objects handed out before can no longer be used.
     public func reset() {
         assertOnQueue()
+        advancePinnedGeneration()  // a pinned context moves on to the current generation
         // A context that holds nothing has nothing to detach (read contexts that answered a
         // request from the store directly): clearing an empty table still sweeps its buckets.
         if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty

@@ -11,8 +11,9 @@ public final class PersistentStoreCoordinator: Sendable {
     public let storeIdentifier: UUID
 
     let writer: SerializedConnection
-    /// nil for an in-memory store, whose one connection serves reads too.
-    private let readers: ReaderPool?
+    /// The one pool of readers and their read contexts. An in-memory store's readers have no
+    /// connection (its one connection, the writer's, serves reads too).
+    let readers: ReaderPool
     /// The writer's WAL bookkeeping; nil for an in-memory store.
     private let wal: WriteAheadLog?
     private let commits = Atomic<Int>(0)
@@ -46,17 +47,18 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         self.storeIdentifier = try Self.prepareSchema(connection, model: model, path: path)
         self.writer = SerializedConnection(connection)
-        if store.location == .inMemory {
-            self.readers = nil
-        } else {
-            var readers: [SQLiteConnection] = []
-            for _ in 0..<store.readerCount {
-                let reader = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
-                try reader.execute("PRAGMA query_only = ON; PRAGMA mmap_size = \(store.memoryMapSize)")
-                readers.append(reader)
-            }
-            self.readers = ReaderPool(readers)
+        var readers: [SQLiteConnection?] = []
+        for _ in 0..<store.readerCount {
+            readers.append(store.location == .inMemory ? nil : try Self.openReader(path: path, store: store))
         }
+        self.readers = ReaderPool(readers)
+    }
+
+    /// A read-only connection to the store file.
+    static func openReader(path: String, store: StoreDescription) throws(StoreError) -> SQLiteConnection {
+        let reader = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+        try reader.execute("PRAGMA query_only = ON; PRAGMA mmap_size = \(store.memoryMapSize)")
+        return reader
     }
 
     private static func configureWriter(_ connection: SQLiteConnection, durability: StoreDescription.Durability) throws(StoreError) {
@@ -123,9 +125,18 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Runs `body` on a reader (the writer for an in-memory store, or when `throughWriter`)
     /// inside one read transaction.
     func read<T>(throughWriter: Bool = false, _ body: (SQLiteConnection) throws -> T) throws -> T {
-        if let readers, !throughWriter {
-            return try readers.withSnapshot(currentCommit: { commitCount }, body)
+        if !throughWriter, storeDescription.location != .inMemory {
+            return try readers.withReader(currentCommit: { commitCount }) { reader in
+                if let connection = try ReaderPool.beginSnapshot(reader, now: commitCount) { return try body(connection) }
+                return try readThroughWriter(body)
+            }
         }
+        return try readThroughWriter(body)
+    }
+
+    /// `body` on the writer's connection, in a read transaction (or in the group commit's, on
+    /// its thread).
+    private func readThroughWriter<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
         // Inside a group commit, on its thread: the group's transaction shows its own writes.
         if let group = writer.currentGroup { return try body(group.connection) }
         return try writer.withConnection { connection in try connection.readTransaction { try body(connection) } }
@@ -150,13 +161,13 @@ public final class PersistentStoreCoordinator: Sendable {
         // Counted before the caller can acknowledge the write: readers compare their
         // snapshot with this count (ReaderPool), so a read after the answer sees it.
         let count = commits.add(1, ordering: .sequentiallyConsistent).newValue
-        readers?.endStaleSnapshots(current: count)
+        readers.endStaleSnapshots(current: count)
         for observer in commitObservers.withLock({ $0 }) { observer() }
         if let wal, wal.needsCheckpoint {
             // Idle readers' snapshots end first: a WAL still in use cannot be emptied
             // (WriteAheadLog.swift). A checkpoint that fails leaves the WAL as it was, every
             // change in it safe; the next commit tries again.
-            _ = try? wal.truncate(connection) { readers?.endIdleSnapshots() }
+            _ = try? wal.truncate(connection) { readers.endIdleSnapshots() }
         }
     }
 
@@ -169,7 +180,7 @@ public final class PersistentStoreCoordinator: Sendable {
         let emptied: Bool
         do {
             emptied = try writer.withConnection { connection in
-                try wal.truncate(connection, waitMilliseconds: SQLiteConnection.busyTimeoutMilliseconds) { readers?.endIdleSnapshots() }
+                try wal.truncate(connection, waitMilliseconds: SQLiteConnection.busyTimeoutMilliseconds) { readers.endIdleSnapshots() }
             }
         } catch {
             throw StoreError(wrapping: error)

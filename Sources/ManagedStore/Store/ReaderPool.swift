@@ -1,7 +1,8 @@
 import Foundation
 
-/// A fixed set of read-only connections, lent one at a time, each reading in a snapshot that
-/// stays open between loans while nothing has been committed since it began.
+/// The store's one pool of readers: a fixed set, lent one at a time, each a read-only
+/// connection reading in a snapshot that stays open between loans while nothing has been
+/// committed since it began, and the read context that `withReadContext` lends with it.
 ///
 /// In WAL mode each reader sees a consistent snapshot and neither waits for the writer nor
 /// makes it wait. Beginning and ending a read transaction costs SQLite system calls (locks on
@@ -18,47 +19,68 @@ import Foundation
 /// and for idle readers by `endStaleSnapshots` after each commit), so old snapshots never stop
 /// checkpoints from emptying the WAL.
 ///
+/// A reader of an in-memory store has no connection of its own (the store has one, the
+/// writer's): its loan only bounds how many read contexts are at work at once.
+///
 /// `@unchecked Sendable` because `idle` is only touched while holding `condition`'s lock, and a
-/// borrowed connection is used by exactly one caller until returned.
+/// borrowed reader (its connection, snapshot and context) is used by exactly one caller until
+/// returned.
 final class ReaderPool: @unchecked Sendable {
-    private struct Reader {
-        let connection: SQLiteConnection
+    final class Reader {
+        let number: Int
+        /// nil for an in-memory store: reads go through the writer.
+        let connection: SQLiteConnection?
         /// The commit count when its open read transaction began; nil when none is open.
         var snapshotCommit: Int?
+        /// The context lent with the reader by `withReadContext`, made on its first loan.
+        var context: ManagedObjectContext?
+
+        init(number: Int, connection: SQLiteConnection?) {
+            self.number = number
+            self.connection = connection
+        }
     }
 
     private var idle: [Reader]
     private let condition = NSCondition()
 
-    init(_ connections: [SQLiteConnection]) { self.idle = connections.map { Reader(connection: $0, snapshotCommit: nil) } }
+    init(_ connections: [SQLiteConnection?]) {
+        self.idle = connections.enumerated().map { Reader(number: $0.offset, connection: $0.element) }
+    }
 
-    /// Runs `body` with a reader of its own, inside a read transaction that shows every commit
-    /// counted up to `currentCommit()`; waits while all readers are lent out.
-    func withSnapshot<T>(currentCommit: () -> Int, _ body: (SQLiteConnection) throws -> T) throws -> T {
+    /// Runs `body` with a reader of its own; waits while all readers are lent out. A snapshot
+    /// overtaken by a commit meanwhile is ended when the reader comes back, and any failure
+    /// ends it too, so the next loan starts clean.
+    func withReader<T>(currentCommit: () -> Int, _ body: (Reader) throws -> T) throws -> T {
         condition.lock()
         while idle.isEmpty { condition.wait() }
-        var reader = idle.removeLast()
+        let reader = idle.removeLast()
         condition.unlock()
         defer {
-            // Back to the pool; a snapshot already overtaken by a commit is ended now.
-            if let commit = reader.snapshotCommit, commit != currentCommit() { Self.endSnapshot(&reader) }
+            if let commit = reader.snapshotCommit, commit != currentCommit() { Self.endSnapshot(reader) }
             condition.lock()
             idle.append(reader)
             condition.signal()
             condition.unlock()
         }
-        let now = currentCommit()
-        if reader.snapshotCommit != now {
-            Self.endSnapshot(&reader)
-            try reader.connection.cachedStatement("BEGIN DEFERRED").execute()
-            reader.snapshotCommit = now
-        }
         do {
-            return try body(reader.connection)
+            return try body(reader)
         } catch {
-            Self.endSnapshot(&reader)  // start clean after any failure
+            Self.endSnapshot(reader)
             throw error
         }
+    }
+
+    /// Opens `reader`'s read transaction on the state as of commit `now`, unless the one it
+    /// holds already is that state; returns its connection.
+    static func beginSnapshot(_ reader: Reader, now: Int) throws -> SQLiteConnection? {
+        guard let connection = reader.connection else { return nil }
+        if reader.snapshotCommit != now {
+            endSnapshot(reader)
+            try connection.cachedStatement("BEGIN DEFERRED").execute()
+            reader.snapshotCommit = now
+        }
+        return connection
     }
 
     /// Ends the snapshots of idle readers that began before commit `current` (called by the
@@ -66,8 +88,8 @@ final class ReaderPool: @unchecked Sendable {
     func endStaleSnapshots(current: Int) {
         condition.lock()
         defer { condition.unlock() }
-        for i in idle.indices where idle[i].snapshotCommit.map({ $0 != current }) ?? false {
-            Self.endSnapshot(&idle[i])
+        for reader in idle where reader.snapshotCommit.map({ $0 != current }) ?? false {
+            Self.endSnapshot(reader)
         }
     }
 
@@ -76,11 +98,11 @@ final class ReaderPool: @unchecked Sendable {
     func endIdleSnapshots() {
         condition.lock()
         defer { condition.unlock() }
-        for i in idle.indices where idle[i].snapshotCommit != nil { Self.endSnapshot(&idle[i]) }
+        for reader in idle where reader.snapshotCommit != nil { Self.endSnapshot(reader) }
     }
 
-    private static func endSnapshot(_ reader: inout Reader) {
-        if reader.connection.isInTransaction { try? reader.connection.cachedStatement("COMMIT").execute() }
+    private static func endSnapshot(_ reader: Reader) {
+        if let connection = reader.connection, connection.isInTransaction { try? connection.cachedStatement("COMMIT").execute() }
         reader.snapshotCommit = nil
     }
 }

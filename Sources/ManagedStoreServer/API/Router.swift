@@ -3,8 +3,6 @@ import ManagedStore
 
 /// How the service behaves, from `managedstore serve`'s flags.
 public struct ServiceConfiguration: Sendable {
-    /// Read contexts GET requests borrow (each with its own reader connection).
-    public var readContexts = 4
     /// The merge policy when a request names none.
     public var mergePolicy: MergePolicy = .error
     /// Refuse PATCH, PUT and DELETE without a base version (428).
@@ -41,9 +39,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
         self.coordinator = coordinator
         self.configuration = configuration
         self.layouts = JSONLayouts(coordinator.model)
-        let readContexts = ReadContextPool(coordinator: coordinator, count: configuration.readContexts)
-        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, reads: readContexts, layouts: layouts)
-        self.changes = ChangeFeed(coordinator: coordinator, reads: readContexts, layouts: layouts)
+        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
+        self.changes = ChangeFeed(coordinator: coordinator, layouts: layouts)
         self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
         self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
         if case .period(let period) = configuration.historyRetention {

@@ -41,7 +41,6 @@ final class ChangeFeed: @unchecked Sendable {
     }
 
     private let coordinator: PersistentStoreCoordinator
-    private let reads: ReadContextPool
     private let layouts: JSONLayouts
     private let queue = DispatchQueue(label: "ManagedStore.change-feed")
     private let lock = NSLock()
@@ -52,9 +51,8 @@ final class ChangeFeed: @unchecked Sendable {
     private var stopped = false
     private var keepAlive: DispatchSourceTimer?
 
-    init(coordinator: PersistentStoreCoordinator, reads: ReadContextPool, layouts: JSONLayouts) {
+    init(coordinator: PersistentStoreCoordinator, layouts: JSONLayouts) {
         self.coordinator = coordinator
-        self.reads = reads
         self.layouts = layouts
         coordinator.addCommitObserver { [weak self] in self?.committed() }
         // A comment line every 15 s keeps idle streams open through proxies and finds clients
@@ -206,7 +204,7 @@ final class ChangeFeed: @unchecked Sendable {
     /// The objects `ids` as a GET answers them now, read in one snapshot; missing ones are absent.
     private func currentValues(_ ids: [ManagedObjectID]) -> [ManagedObjectID: [UInt8]] {
         let encoder = ObjectJSONEncoder(layouts: layouts)
-        return (try? reads.withContext { context in
+        return (try? coordinator.withReadContext { context in
             var result: [ManagedObjectID: [UInt8]] = [:]
             for id in ids where result[id] == nil {
                 if let body = try context.withStoredObject(id, { row in try encoder.body(row) }) { result[id] = body }

@@ -2,18 +2,18 @@ import Foundation
 import ManagedStore
 
 /// The GET requests for objects, answered on the front thread that received them, each on a
-/// read context of its own borrowed from the pool (a WAL snapshot: reads never wait for writes).
+/// read context borrowed from the store's reader pool (a WAL snapshot: reads never wait for
+/// writes).
 struct ReadHandlers {
     let coordinator: PersistentStoreCoordinator
     let configuration: ServiceConfiguration
-    let reads: ReadContextPool
     let layouts: JSONLayouts
     var model: ManagedObjectModel { coordinator.model }
 
     /// GET /v1/objects/{Entity}: a page of objects, with `next` and, asked for, `count`.
     func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model)
-        return try reads.withContext { context in
+        return try coordinator.withReadContext { context in
             let fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
             let objects: [ManagedObject]
             let count: Int?
@@ -62,7 +62,7 @@ struct ReadHandlers {
     func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
         let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
-        return try reads.withContext { context in
+        return try coordinator.withReadContext { context in
             let found: ([UInt8], Int64)?
             if encoder.include.children.isEmpty {
                 // Straight from the stored row: no managed object to build, register and reset.
@@ -72,6 +72,19 @@ struct ReadHandlers {
             }
             guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
             return .json(200, body, version: version)
+        }
+    }
+}
+
+extension ManagedObjectContext {
+    /// The object `id`, or nil when the store has none; other failures (a store error) throw,
+    /// so that they answer 500 instead of passing for a missing object.
+    func existingObjectIfStored(with id: ManagedObjectID) throws -> ManagedObject? {
+        do throws(ContextError) {
+            return try existingObject(with: id)
+        } catch {
+            if case .objectNotFound = error { return nil }
+            throw error
         }
     }
 }

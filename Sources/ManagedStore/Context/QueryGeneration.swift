@@ -1,0 +1,133 @@
+import Foundation
+
+/// A generation of the store: its state as of one moment, which a context can be pinned to so
+/// that several fetches and faults, across `perform` blocks, see one consistent snapshot while
+/// other contexts save [NSQueryGenerationToken].
+///
+/// `current` pins a context to the generation current when it next reads; a context's own
+/// `queryGenerationToken` pins another context to the very same generation.
+public final class QueryGenerationToken: Sendable, Equatable, CustomStringConvertible {
+    /// Pins a context to the store's current generation (taken at the context's next read).
+    public static let current = QueryGenerationToken(snapshot: nil)
+
+    /// nil for `current`.
+    let snapshot: PinnedSnapshot?
+
+    init(snapshot: PinnedSnapshot?) { self.snapshot = snapshot }
+
+    public static func == (a: QueryGenerationToken, b: QueryGenerationToken) -> Bool { a.snapshot === b.snapshot }
+
+    public var description: String {
+        guard let snapshot else { return "<QueryGenerationToken current>" }
+        return snapshot.commit.map { "<QueryGenerationToken after commit \($0)>" } ?? "<QueryGenerationToken not yet read>"
+    }
+}
+
+/// Why a context cannot be pinned to a query generation.
+public enum QueryGenerationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An in-memory store has one connection, the writer's; it keeps no older states to read.
+    case inMemoryStore
+    /// The context reads through the writer (a write queue's), so that it sees a group
+    /// commit's own writes; it cannot read an older state.
+    case readsThroughWriter
+    /// The token is another store's.
+    case foreignToken
+
+    public var description: String {
+        switch self {
+        case .inMemoryStore: return "query generations need a store file: an in-memory store keeps no older states"
+        case .readsThroughWriter: return "a context that reads through the writer cannot be pinned to a query generation"
+        case .foreignToken: return "the query generation token belongs to another store"
+        }
+    }
+}
+
+/// The snapshot behind a pinned generation: a read-only connection of its own, outside the
+/// reader pool (a pinned context may hold it for long; taking it from the pool would leave
+/// fewer readers for everyone else), whose read transaction begins at the first read and
+/// stays open until the last context pinned to it lets go. While it is open the WAL cannot be
+/// emptied past it, as with any long read: pin for as long as a consistent view is needed.
+///
+/// `@unchecked Sendable`: `connection` and `commit` are only touched holding `lock`, so contexts
+/// on different queues pinned to one generation take turns on its connection.
+final class PinnedSnapshot: @unchecked Sendable {
+    private let lock = NSLock()
+    private let coordinator: PersistentStoreCoordinator
+    private var connection: SQLiteConnection?
+    private var openedAtCommit: Int?
+
+    init(coordinator: PersistentStoreCoordinator) { self.coordinator = coordinator }
+
+    deinit {
+        if let connection, connection.isInTransaction { try? connection.cachedStatement("COMMIT").execute() }
+    }
+
+    /// The commit count when the snapshot began; nil before the first read.
+    var commit: Int? { lock.withLock { openedAtCommit } }
+
+    func belongs(to other: PersistentStoreCoordinator) -> Bool { coordinator === other }
+
+    /// Runs `body` on the snapshot's connection, taking the snapshot first if not yet taken.
+    func read<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        if let connection { return try body(connection) }
+        let opened = try coordinator.openReaderConnection()
+        let commit = coordinator.commitCount
+        // BEGIN alone takes no snapshot; the first read does. Take it now, so the generation
+        // is fixed here and not by whatever the body reads first.
+        try opened.cachedStatement("BEGIN DEFERRED").execute()
+        try opened.cachedStatement("SELECT count(*) FROM sqlite_schema").execute()
+        connection = opened
+        openedAtCommit = commit
+        return try body(opened)
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// A new read-only connection to the store file (for a pinned generation).
+    func openReaderConnection() throws(StoreError) -> SQLiteConnection {
+        guard case .file(let url) = storeDescription.location else { throw .cannotOpen(path: ":memory:", message: "no file to read") }
+        return try Self.openReader(path: url.path, store: storeDescription)
+    }
+}
+
+extension ManagedObjectContext {
+    /// The generation the context is pinned to; nil when it reads the latest state (the default)
+    /// [queryGenerationToken].
+    public var queryGenerationToken: QueryGenerationToken? {
+        assertOnQueue()
+        return pinnedGeneration
+    }
+
+    /// Pins the context to a generation of the store, or unpins it with nil
+    /// [setQueryGenerationFrom(_:)]. With `.current`, the generation is the store's state at the
+    /// context's next read; with another context's `queryGenerationToken`, that context's.
+    ///
+    /// Until unpinned, every fetch, count and fault of the context reads that state, whatever
+    /// other contexts save meanwhile. A pinned context moves on to the current generation when it
+    /// saves (a save always compares with, and merges from, the latest state) and on `reset()`.
+    /// Objects already registered keep the values they were read with; `refresh` or `reset`
+    /// re-reads them.
+    public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws(QueryGenerationError) {
+        assertOnQueue()
+        guard let token else {
+            pinnedGeneration = nil
+            return
+        }
+        guard coordinator.storeDescription.location != .inMemory else { throw .inMemoryStore }
+        guard !readsThroughWriter else { throw .readsThroughWriter }
+        if let snapshot = token.snapshot {
+            guard snapshot.belongs(to: coordinator) else { throw .foreignToken }
+            pinnedGeneration = token
+        } else {
+            pinnedGeneration = QueryGenerationToken(snapshot: PinnedSnapshot(coordinator: coordinator))
+        }
+    }
+
+    /// A pinned context's move to the current generation (after a save, on reset).
+    func advancePinnedGeneration() {
+        guard pinnedGeneration != nil else { return }
+        pinnedGeneration = QueryGenerationToken(snapshot: PinnedSnapshot(coordinator: coordinator))
+    }
+}
