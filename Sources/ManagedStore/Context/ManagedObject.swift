@@ -55,7 +55,7 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The version your changes to this object are based on [optimistic locking against a
     /// version read elsewhere]. nil (the default) means the version this context read. Set it
-    /// when the object's values were seen by someone else first (a client's `If-Match`): the
+    /// when the object's values were seen by someone else first (a version someone else read and sent back): the
     /// next save then fails with a conflict unless the store still holds exactly this version,
     /// even if this save changes nothing of the object, and the conflict reports every other
     /// conflict and uniqueness violation of the save with it. The values at that version are

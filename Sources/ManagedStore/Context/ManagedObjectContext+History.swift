@@ -9,7 +9,7 @@
 
 extension ManagedObjectContext {
     /// The name under which this context's saves are recorded in the history [transactionAuthor]:
-    /// who made the change (a user, a request's `Author`, an import job).
+    /// who made the change (a user, a client, an import job).
     public var transactionAuthor: String? {
         get { assertOnQueue(); return author }
         set { assertOnQueue(); author = newValue }

@@ -17,7 +17,7 @@ public enum ValidationErrorCode: String, Sendable, Hashable, CaseIterable {
 /// does not exist) keep those objects as IDs, not only as text: `relatedObjects` lists them,
 /// and `message(describing:)` writes the message with names of the caller's choosing. An
 /// object inserted in the failed save has only a temporary ID, which names nothing outside
-/// its context: a caller that knows it by another name (a request's ref) uses that name.
+/// its context: a caller that knows it by another name (a name the caller gave the insert) uses that name.
 public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     public let objectID: ManagedObjectID
     public let property: String?

@@ -1,5 +1,5 @@
 /// The saved state of one object, read in place from the store's row: what a caller that only
-/// serializes an object (the server's GET) needs, without making a managed object for it.
+/// serializes an object (to JSON, say) needs, without making a managed object for it.
 ///
 /// It is lent to the closure of `ManagedObjectContext.withStoredObject(_:_:)` and is valid only
 /// there: it reads the columns of a statement that is reset when the closure returns. Being
@@ -74,8 +74,7 @@ extension ManagedObjectContext {
     /// Like a Core Data fetch with the dictionary result type, this shows what the store holds:
     /// this context's unsaved changes are not applied. Inside `performInSnapshot` it reads in
     /// that snapshot. For callers that serialize an object and drop it, this skips building,
-    /// registering and later resetting a managed object (the server answers every GET by key
-    /// this way).
+    /// registering and later resetting a managed object.
     @inlinable
     public func withStoredObject<R>(_ id: ManagedObjectID, _ body: (borrowing StoredObjectRow) throws -> R) throws -> R? {
         // The generic part stays in the caller's module, specialized: unspecialized, `R?`'s

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// It holds the sort values and primary key of the last object of a page, so the next page
 /// starts right after it even when objects were inserted or deleted in between (an offset
-/// would skip or repeat them). It also holds a fingerprint of the order, and a request with
+/// would skip or repeat them). It also holds a fingerprint of the order, and a fetch request with
 /// another order refuses it.
 public struct FetchCursor: Sendable, Hashable, CustomStringConvertible {
     let fingerprint: String

@@ -333,7 +333,7 @@ extension ManagedObjectContext {
         var limit = 0
         if request.fetchLimit > 0 && !relatedChanged {
             // Each changed object can push at most one stored match out of the window.
-            // Saturating: the offset and limit come from callers (a client's `offset=`).
+            // Saturating: the offset and limit come from callers (any Int, also from outside the program).
             let sum = request.fetchOffset.addingReportingOverflow(request.fetchLimit)
             let total = sum.partialValue.addingReportingOverflow(changedHere.count)
             limit = sum.overflow || total.overflow ? Int.max : total.partialValue

@@ -2,7 +2,7 @@ import Foundation
 
 // Attribute values and object IDs written straight into a JSON buffer: the same text as
 // `AttributeValue.jsonValue` and `ManagedObjectID.description`, without the intermediate
-// Strings and JSONValues (a GET writes one object per request, a fetch a page of them).
+// Strings and JSONValues (one object, or a page of a fetch).
 
 extension JSONWriter {
     /// An attribute value in its JSON form (`AttributeValue.jsonValue`).

@@ -2,7 +2,7 @@ import Foundation
 
 extension Decimal {
     /// Exponents beyond this are refused before any arithmetic: whatever the mantissa, no
-    /// number a request can carry (its body is bounded) comes back into `Decimal`'s range from
+    /// number of a bounded text comes back into `Decimal`'s range from
     /// there, and the bound keeps every sum below far from overflowing.
     private static let exponentTextLimit = 1_000_000
 

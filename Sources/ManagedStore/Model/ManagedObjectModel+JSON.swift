@@ -22,7 +22,7 @@ extension ManagedObjectModel {
         try self.init(name: name, version: version, entities: entities)
     }
 
-    /// The model in its JSON format, as `GET /v1/model` returns it.
+    /// The model in its JSON format (what `init(jsonData:)` reads).
     public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: entities) }
 
     static func jsonValue(name: String, version: Int, entities: [EntityDescription]) -> JSONValue {

@@ -3,7 +3,7 @@ import Foundation
 // Persistent history [NSPersistentHistoryTransaction]: every committed save is recorded as a
 // transaction with a token that only grows, its time, author and context, and per object the
 // kind of change, the properties it touched and their values before. A store is read by many
-// contexts and (through a server) many clients; history is how each learns what the others
+// contexts, and by whatever they serve; history is how each learns what the others
 // changed since it last looked, and how a merge policy knows which properties the store
 // changed after the version a change was based on.
 

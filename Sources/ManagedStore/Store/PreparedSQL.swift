@@ -2,7 +2,7 @@
 ///
 /// Connections cache its statement by the object's identity instead of by the text: hashing a
 /// 150-character statement to find it cost more than a thousand instructions per read, a few
-/// per GET. The cache holds the object too, so its identity cannot be reused while cached.
+/// per object read by key. The cache holds the object too, so its identity cannot be reused while cached.
 final class PreparedSQL: Sendable {
     let text: String
     init(_ text: String) { self.text = text }

@@ -51,9 +51,9 @@ final class SQLiteConnection {
         }
     }
 
-    /// Statements kept per connection by their text. Fetches make their SQL from what clients
-    /// send (predicate shapes, limits), so without a bound a client could fill the server's
-    /// memory with prepared statements; past it the cache starts over (a statement in use
+    /// Statements kept per connection by their text. Fetches make their SQL from the predicates
+    /// and limits they are given, which may come from outside the program, so without a bound
+    /// they could fill the process's memory with prepared statements; past it the cache starts over (a statement in use
     /// stays alive with its user and is finalized after).
     static let statementCacheLimit = 512
 
@@ -123,7 +123,7 @@ final class SQLiteConnection {
     /// error. Not inside another transaction: a group commit's saves use `inSavepoint`.
     func inTransaction<T>(_ body: () throws -> T) throws -> T {
         // Cached statements, not sqlite3_exec: parsing these again each time cost more than a
-        // request's own INSERT.
+        // one-object save's own INSERT.
         precondition(!isInTransaction, "inTransaction inside a transaction: join it with inSavepoint")
         try cachedStatement("BEGIN IMMEDIATE").execute()
         do {

@@ -19,7 +19,7 @@ final class WriteAheadLog: @unchecked Sendable {
     /// Frames that start a checkpoint: SQLite's automatic threshold (about 4 MB of 4 KB pages).
     let checkpointFrames: Int32
     /// How long a checkpoint waits for readers in the middle of a read, in milliseconds:
-    /// long enough for a GET, short enough that the write queue barely notices. If a reader
+    /// long enough for a point read, short enough that the write queue barely notices. If a reader
     /// takes longer, the next commit tries again.
     let readerWaitMilliseconds: Int32
 
