@@ -157,7 +157,7 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// What follows every COMMIT of the writer (on its thread, holding it).
-    private func didCommit(_ connection: SQLiteConnection) {
+    func didCommit(_ connection: SQLiteConnection) {
         // Counted before the caller can acknowledge the write: readers compare their
         // snapshot with this count (ReaderPool), so a read after the answer sees it.
         let count = commits.add(1, ordering: .sequentiallyConsistent).newValue
@@ -193,37 +193,6 @@ public final class PersistentStoreCoordinator: Sendable {
         guard case .file(let url) = storeDescription.location else { return 0 }
         let attributes = try? FileManager.default.attributesOfItem(atPath: url.path + "-wal")
         return (attributes?[.size] as? NSNumber)?.int64Value ?? 0
-    }
-
-    /// Group commit: runs `body` inside one write transaction that every save made on this
-    /// thread during `body` joins, each as a savepoint of its own (a failing save rolls back
-    /// alone). Returns once the COMMIT is durable; if `body` or the COMMIT throws, nothing of
-    /// it is written. Saves of other threads wait for the transaction to end.
-    ///
-    /// Run it inside the saving context's `performAndWait`, so that the saves happen on the
-    /// thread that holds the transaction. After a save fails, check `group.isIntact`: SQLite
-    /// may have rolled back the whole transaction (see `GroupCommit`).
-    public func performGroupCommit<T>(_ body: (GroupCommit) throws -> T) throws -> T {
-        try writer.withConnection { connection in
-            let group = GroupCommit(connection: connection)
-            try connection.cachedStatement("BEGIN IMMEDIATE").execute()
-            do {
-                let result = try writer.withGroup(group) { try body(group) }
-                if connection.isInTransaction {
-                    try connection.cachedStatement("COMMIT").execute()
-                    didCommit(connection)
-                }
-                return result
-            } catch {
-                if connection.isInTransaction { try? connection.cachedStatement("ROLLBACK").execute() }
-                throw error
-            }
-        }
-    }
-
-    /// `performGroupCommit` for a body that does not need the group.
-    public func performGroupCommit<T>(_ body: () throws -> T) throws -> T {
-        try performGroupCommit { (_: GroupCommit) in try body() }
     }
 
     /// Calls `observer` after every transaction the store commits (on the committing thread,

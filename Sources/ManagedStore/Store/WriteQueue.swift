@@ -21,6 +21,11 @@ public enum WriteOutcome<Result: Sendable>: Sendable {
 /// Readers are never blocked by it (WAL). The queue's context reads through the writer, so
 /// work sees what earlier units of the same group wrote.
 ///
+/// This file holds the whole of a write's way through the library's side: the queue (here),
+/// the group's transaction with its BEGIN and COMMIT (`performGroupCommit`, below) and each
+/// save's savepoint, called by name (`GroupCommit.inSavepoint`, below), which
+/// `PersistentStoreCoordinator.write` enters when a save runs inside the group.
+///
 /// `@unchecked Sendable`: `pending`, `running`, `started`, `exited` and the counters are only
 /// touched under `condition`'s lock; `context` only on the queue's thread.
 public final class WriteQueue: @unchecked Sendable {
@@ -193,4 +198,82 @@ public final class WriteQueue: @unchecked Sendable {
 /// thread, one after the other.
 private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
+}
+
+// MARK: The group's transaction
+
+/// One transaction that several saves share, each in a savepoint of its own called by name
+/// (`PersistentStoreCoordinator.performGroupCommit`), so that a failing save rolls back alone.
+///
+/// After some failures inside a savepoint (disk full, an I/O error, out of memory, a busy
+/// store) SQLite may roll back the whole transaction on its own: then every save of the group
+/// since it began (or since `restart`) is undone, although each returned normally. `isIntact`
+/// says whether that happened; `restart` begins a new transaction for the saves still to come;
+/// `wroteSinceMark` tells whether anything was written since the caller last looked, to know
+/// which of its units of work the rollback undid.
+///
+/// Not Sendable: it is used only inside `performGroupCommit`'s body, on the writer's thread.
+public final class GroupCommit {
+    let connection: SQLiteConnection
+    /// Savepoints released (writes kept) since `markUnit`.
+    private var released = 0
+
+    init(connection: SQLiteConnection) { self.connection = connection }
+
+    /// False once SQLite has rolled the group's transaction back by itself.
+    public var isIntact: Bool { connection.isInTransaction }
+
+    /// Begins a new transaction, after SQLite ended the last one, for the saves still to come.
+    /// Does nothing while the transaction is intact.
+    public func restart() throws(StoreError) {
+        guard !connection.isInTransaction else { return }
+        try connection.cachedStatement("BEGIN IMMEDIATE").execute()
+    }
+
+    /// Starts counting the writes of a new unit of work.
+    public func markUnit() { released = 0 }
+
+    /// Whether a save wrote something (released its savepoint) since `markUnit`.
+    public var wroteSinceMark: Bool { released > 0 }
+
+    /// Runs `body` in the savepoint `name` of the group's transaction: its writes are kept when
+    /// it returns and rolled back alone when it throws.
+    func inSavepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        let result = try connection.inSavepoint(name, body)
+        released += 1
+        return result
+    }
+}
+
+extension PersistentStoreCoordinator {
+    /// Group commit: runs `body` inside one write transaction that every save made on this
+    /// thread during `body` joins, each as a savepoint of its own (a failing save rolls back
+    /// alone). Returns once the COMMIT is durable; if `body` or the COMMIT throws, nothing of
+    /// it is written. Saves of other threads wait for the transaction to end.
+    ///
+    /// Run it inside the saving context's `performAndWait`, so that the saves happen on the
+    /// thread that holds the transaction. After a save fails, check `group.isIntact`: SQLite
+    /// may have rolled back the whole transaction (see `GroupCommit`).
+    public func performGroupCommit<T>(_ body: (GroupCommit) throws -> T) throws -> T {
+        try writer.withConnection { connection in
+            let group = GroupCommit(connection: connection)
+            try connection.cachedStatement("BEGIN IMMEDIATE").execute()
+            do {
+                let result = try writer.withGroup(group) { try body(group) }
+                if connection.isInTransaction {
+                    try connection.cachedStatement("COMMIT").execute()
+                    didCommit(connection)
+                }
+                return result
+            } catch {
+                if connection.isInTransaction { try? connection.cachedStatement("ROLLBACK").execute() }
+                throw error
+            }
+        }
+    }
+
+    /// `performGroupCommit` for a body that does not need the group.
+    public func performGroupCommit<T>(_ body: () throws -> T) throws -> T {
+        try performGroupCommit { (_: GroupCommit) in try body() }
+    }
 }
