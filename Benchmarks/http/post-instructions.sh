@@ -6,6 +6,7 @@
 #
 #   Benchmarks/http/post-instructions.sh [SECONDS]     (default 8; needs valgrind, wrk)
 #
+# SCRIPT=patch_ifmatch.lua counts PATCHes instead; SERVER_FLAGS=--no-history without history.
 # KEEP=dir keeps the callgrind files (dir/post.1) for callgrind_annotate.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,13 +18,15 @@ swift build -c release --product managedstore >/dev/null
 "$ROOT/.build/release/managedstore" demo --store "$out/store.sqlite" --tasks 100000 --batch 10000 >/dev/null
 
 port=18131
-valgrind --tool=callgrind --callgrind-out-file="$out/post" Benchmarks/.build/release/server-profile "$out/store.sqlite" $port 3600 \
+SCRIPT="Benchmarks/http/${SCRIPT:-post_insert.lua}"
+export TASKS=100000 WRK_THREADS=1
+valgrind --tool=callgrind --callgrind-out-file="$out/post" Benchmarks/.build/release/server-profile "$out/store.sqlite" $port 3600 ${SERVER_FLAGS:-} \
     >/dev/null 2>"$out/post.log" & pid=$!
 for _ in $(seq 1 150); do curl -s -o /dev/null "http://127.0.0.1:$port/v1/readyz" && break; sleep 0.2; done
-wrk -t1 -c16 -d2s -s Benchmarks/http/post_insert.lua "http://127.0.0.1:$port" >/dev/null  # warm up, not counted
+wrk -t1 -c16 -d2s -s "$SCRIPT" "http://127.0.0.1:$port" >/dev/null  # warm up, not counted
 callgrind_control -z "$pid" >/dev/null
-requests=$(wrk -t1 -c16 -d"${SECONDS_RUN}s" -s Benchmarks/http/post_insert.lua "http://127.0.0.1:$port" | awk '/requests in/ {print $1}')
+requests=$(wrk -t1 -c16 -d"${SECONDS_RUN}s" -s "$SCRIPT" "http://127.0.0.1:$port" | awk '/requests in/ {print $1}')
 callgrind_control -d "$pid" >/dev/null
 kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
 total=$(awk '/^(summary|totals):/ {print $2; exit}' "$out/post.1")
-python3 -c "print(f'POST insert: {$total / $requests / 1000:.1f}k instructions per request ({$requests} requests)')"
+python3 -c "print(f'$(basename "$SCRIPT" .lua) ${SERVER_FLAGS:-}: {$total / $requests / 1000:.1f}k instructions per request ({$requests} requests)')"

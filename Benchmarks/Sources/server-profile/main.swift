@@ -10,12 +10,15 @@ import ManagedStore
 import ManagedStoreServer
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let port = UInt16(arguments[2]), let seconds = UInt32(arguments[3]) else {
-    FileHandle.standardError.write(Data("usage: server-profile STORE PORT SECONDS\n".utf8))
+guard arguments.count == 4 || (arguments.count == 5 && arguments[4] == "--no-history"),
+      let port = UInt16(arguments[2]), let seconds = UInt32(arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: server-profile STORE PORT SECONDS [--no-history]\n".utf8))
     exit(2)
 }
 do {
-    let coordinator = try PersistentStoreCoordinator(model: .taskTracker(), store: .path(arguments[1], readerCount: 4, durability: .full))
+    var store = StoreDescription.path(arguments[1], readerCount: 4, durability: .full)
+    store.recordsHistory = arguments.count < 5  // --no-history: what history costs
+    let coordinator = try PersistentStoreCoordinator(model: .taskTracker(), store: store)
     var http = HTTPServer.Configuration()
     http.port = port
     let server = ManagedStoreServer(coordinator: coordinator, service: ServiceConfiguration(), http: http)

@@ -24,7 +24,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
-        if let declared = state.header("Content-Length").flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), declared > 0 {
+        if let declared = state.header("Content-Length").flatMap({ Int($0.trimmingHTTPWhitespace) }), declared > 0 {
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
             if declared > configuration.maxBodyBytes {

@@ -123,8 +123,8 @@ struct WriteRequestParser {
     /// (then the write cannot conflict), or 428 under --require-if-match.
     private func baseVersion(_ request: HTTPRequest, bodyVersion: Int64?) throws(Problem) -> Int64? {
         var header: Int64?
-        if let text = request.header("If-Match")?.trimmingCharacters(in: .whitespaces), text != "*" {
-            var tag = Substring(text)
+        if let text = request.header("If-Match")?.trimmingHTTPWhitespace, text != "*" {
+            var tag = text
             if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
             if tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count >= 2 { tag = tag.dropFirst().dropLast() }
             guard let version = Int64(tag), version >= 1 else {
@@ -156,7 +156,7 @@ struct WriteRequestParser {
     /// The request's `Author` header (recorded in the history), when it is one line of at most
     /// 200 characters; longer ones are cut.
     private func author(_ request: HTTPRequest) -> String? {
-        guard let value = request.header("Author")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = request.header("Author")?.trimmingHTTPWhitespace, !value.isEmpty else { return nil }
         return String(value.prefix(200))
     }
 }
