@@ -50,7 +50,12 @@ run post     http://127.0.0.1:18101 -c64 -s $S/post_insert.lua
 run post-no-history http://127.0.0.1:18103 -c64 -s $S/post_insert.lua
 run post-one-commit-each http://127.0.0.1:18102 -c64 -s $S/post_insert.lua
 echo "running raw SQLite, one INSERT per COMMIT..." >&2
-"$WORK/raw_insert" "$WORK/raw.sqlite" "${DURATION%s}" > "$WORK/raw.txt"
+case $DURATION in  # wrk's duration (10s, 1m) in seconds
+  *m) RAW_SECONDS=$(( ${DURATION%m} * 60 )) ;;
+  *s) RAW_SECONDS=${DURATION%s} ;;
+  *) RAW_SECONDS=$DURATION ;;
+esac
+"$WORK/raw_insert" "$WORK/raw.sqlite" "$RAW_SECONDS" > "$WORK/raw.txt"
 run patch    http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/patch_ifmatch.lua
 run patch-no-history http://127.0.0.1:18103 -c"$CONNECTIONS" -s $S/patch_ifmatch.lua
 # (6): GETs while 64 connections insert, both for the same time.

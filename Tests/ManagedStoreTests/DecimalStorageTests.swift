@@ -68,7 +68,7 @@ struct DecimalStorageTests {
 
     @Test("random decimals round-trip exactly and order as numbers")
     func randomValues() throws {
-        var generator = SeededGenerator(seed: 0x5eed_dec1_3a1)
+        var generator = PredicateFuzzTests.SplitMix64(seed: 0x5eed_dec1_3a1)
         let values = (0..<2_000).map { _ in Self.randomDecimal(&generator) }.filter { !$0.isNaN }
         #expect(values.count > 1_500, "the generator made mostly NaN")
         var texts: [String] = []
@@ -113,7 +113,7 @@ struct DecimalStorageTests {
 
     @Test("arbitrary bytes never trap the decoder")
     func arbitraryBytes() {
-        var generator = SeededGenerator(seed: 42)
+        var generator = PredicateFuzzTests.SplitMix64(seed: 42)
         let alphabet = Array("0123456789123 ~-.e".utf8)
         for _ in 0..<20_000 {
             let length = Int.random(in: 0...24, using: &generator)
@@ -123,18 +123,5 @@ struct DecimalStorageTests {
                 #expect(DecimalStorage.encode(value).map { Array($0.utf8) } == bytes)
             }
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failure can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -163,9 +163,10 @@ final class ChangeFeed: @unchecked Sendable {
     private func response(_ transactions: [PersistentHistoryTransaction], query: Query, oldest: PersistentHistoryToken) -> HTTPResponse {
         var writer = JSONWriter(reservingCapacity: 256 + 256 * transactions.count)
         writer.writeRaw("{\"transactions\":[")
+        let values = query.objects ? currentValues(of: transactions) : nil
         for (i, transaction) in transactions.enumerated() {
             if i > 0 { writer.writeRaw(",") }
-            write(transaction, objects: query.objects, into: &writer)
+            write(transaction, values: values, into: &writer)
         }
         writer.writeRaw("],\"next\":")
         writer.writeString((transactions.last?.token ?? query.since).description)
@@ -173,9 +174,9 @@ final class ChangeFeed: @unchecked Sendable {
         return .json(200, writer.bytes, headers: [("Oldest-Token", oldest.description)])
     }
 
-    /// One transaction as the contract writes it; with `objects`, each change's object as a
-    /// GET answers it now (null when it no longer exists).
-    private func write(_ transaction: PersistentHistoryTransaction, objects: Bool, into writer: inout JSONWriter) {
+    /// One transaction as the contract writes it; with `values` (objects=true), each change's
+    /// object as a GET answers it now (null when it no longer exists).
+    private func write(_ transaction: PersistentHistoryTransaction, values: [ManagedObjectID: [UInt8]]?, into writer: inout JSONWriter) {
         writer.writeRaw("{\"token\":")
         writer.writeString(transaction.token.description)
         writer.writeRaw(",\"timestamp\":")
@@ -183,7 +184,6 @@ final class ChangeFeed: @unchecked Sendable {
         writer.writeRaw(",\"author\":")
         if let author = transaction.author { writer.writeString(author) } else { writer.writeRaw("null") }
         writer.writeRaw(",\"changes\":[")
-        let values = objects ? currentValues(transaction.changes.map(\.objectID)) : [:]
         for (i, change) in transaction.changes.enumerated() {
             if i > 0 { writer.writeRaw(",") }
             writer.writeRaw("{\"object\":")
@@ -192,7 +192,7 @@ final class ChangeFeed: @unchecked Sendable {
             writer.writeString(change.changeType.rawValue)
             writer.writeRaw(",\"properties\":")
             writer.write(.array(change.updatedProperties.map(JSONValue.string)))
-            if objects {
+            if let values {
                 writer.writeRaw(",\"value\":")
                 if let value = values[change.objectID] { writer.writeRaw(value) } else { writer.writeRaw("null") }
             }
@@ -201,12 +201,13 @@ final class ChangeFeed: @unchecked Sendable {
         writer.writeRaw("]}")
     }
 
-    /// The objects `ids` as a GET answers them now, read in one snapshot; missing ones are absent.
-    private func currentValues(_ ids: [ManagedObjectID]) -> [ManagedObjectID: [UInt8]] {
+    /// The objects the changes of `transactions` name, as a GET answers them now, read in one
+    /// snapshot for the whole page; missing ones are absent.
+    private func currentValues(of transactions: [PersistentHistoryTransaction]) -> [ManagedObjectID: [UInt8]] {
         let encoder = ObjectJSONEncoder(layouts: layouts)
         return (try? coordinator.withReadContext { context in
             var result: [ManagedObjectID: [UInt8]] = [:]
-            for id in ids where result[id] == nil {
+            for id in transactions.lazy.flatMap({ $0.changes.lazy.map(\.objectID) }) where result[id] == nil {
                 if let body = try context.withStoredObject(id, { row in try encoder.body(row) }) { result[id] = body }
             }
             return result
@@ -306,10 +307,11 @@ final class ChangeFeed: @unchecked Sendable {
     /// Writes every transaction after the subscriber's last, page by page (on the feed's queue).
     private func catchUp(_ subscriber: Subscriber) {
         while !subscriber.stream.isClosed {
-            guard let (transactions, _) = try? page(subscriber.query), !transactions.isEmpty else {
-                if (try? page(subscriber.query)) == nil { subscriber.stream.close() }  // pruned past it: end, the client reconnects
+            guard let (transactions, _) = try? page(subscriber.query) else {
+                subscriber.stream.close()  // pruned past it: end, the client reconnects
                 return
             }
+            guard !transactions.isEmpty else { return }
             write(transactions, to: subscriber)
             if transactions.count < subscriber.query.limit { return }
         }
@@ -320,10 +322,11 @@ final class ChangeFeed: @unchecked Sendable {
     private func write(_ transactions: [PersistentHistoryTransaction], to subscriber: Subscriber) {
         guard !transactions.isEmpty else { return }
         var writer = JSONWriter(reservingCapacity: 256 * transactions.count)
+        let values = subscriber.query.objects ? currentValues(of: transactions) : nil
         for transaction in transactions {
             // No `event:` line: the default "message" event, what EventSource's onmessage gets.
             writer.writeRaw(Array("id: \(transaction.token)\ndata: ".utf8))
-            write(transaction, objects: subscriber.query.objects, into: &writer)
+            write(transaction, values: values, into: &writer)
             writer.writeRaw("\n\n")
             subscriber.query.since = transaction.token
         }
