@@ -29,10 +29,10 @@ demo: deps
 test: test-openapi test-unit test-fuzz test-schemathesis test-tsan
 
 test-unit: deps
-	$(SWIFT) test
+	SWIFT=$(SWIFT) ./scripts/test-unit.sh
 
 test-tsan: deps
-	MANAGEDSTORE_STRESS_SECONDS=2 $(SWIFT) test --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests
+	MANAGEDSTORE_STRESS_SECONDS=2 SWIFT=$(SWIFT) ./scripts/test-unit.sh --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests
 
 # The debug server binary (.build/debug/managedstore) that the fuzzer and schemathesis start.
 server: deps

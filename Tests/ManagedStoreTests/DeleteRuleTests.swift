@@ -72,6 +72,44 @@ struct DeleteRuleTests {
         }
     }
 
+    /// The other side of a deny link may be a fault when the link is made: loading it later
+    /// must still see the link (the deleted object keeps it until the save), so that letting go
+    /// of it from that side empties the deny relationship. Twin: the same steps with the other
+    /// side loaded first must end the same way.
+    @Test("a deny link made to a fault and let go of after the delete lets the delete through", arguments: [false, true])
+    func denyLetGoAfterDeleteThroughFault(loadFirst: Bool) throws {
+        let container = try Fixtures.container()
+        let (_, taskIDs) = try Fixtures.seedProject(container.viewContext, name: "P", taskTitles: ["a"])
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let task = context.object(with: taskIDs[0])
+            if loadFirst { _ = task.objectIDs(forKey: "tags") }
+            // A new tag, linked and deleted in one go; then the task lets go of it.
+            let tag = context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("fleeting", forKey: "label")
+            tag.addObject(task, toKey: "tasks")
+            context.delete(tag)
+            #expect(task.objectIDs(forKey: "tags") == [tag.objectID], "the deleted tag holds the task until the save")
+            task.removeObject(tag, fromKey: "tags")
+            #expect(tag.objectIDs(forKey: "tasks").isEmpty)
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Tag")) == 0)
+            // A saved tag: linked in this context while the task is a fault, deleted, let go of.
+            let saved = context.insertNewObject(forEntityName: "Tag")
+            saved.setValue("kept", forKey: "label")
+            try context.save()
+            context.reset()
+            let again = context.object(with: saved.objectID), faultTask = context.object(with: taskIDs[0])
+            if loadFirst { _ = faultTask.objectIDs(forKey: "tags") }
+            again.addObject(faultTask, toKey: "tasks")
+            context.delete(again)
+            #expect(faultTask.objectIDs(forKey: "tags") == [again.objectID])
+            faultTask.removeObject(again, fromKey: "tags")
+            try context.save()
+            #expect(try context.count(for: FetchRequest(entityName: "Tag")) == 0)
+        }
+    }
+
     @Test("noAction leaves the destinations pointing at the deleted object")
     func noAction() throws {
         let model = try ManagedObjectModel(name: "NoAction", entities: [

@@ -68,13 +68,14 @@ extension ManagedObjectContext {
         let inverse = relationship.inverseIndex
         // A deleted destination leaves the relationship only if its own delete rule towards
         // the owner took it out (nullify, cascade); under deny or noAction the link stays until
-        // the save, which refuses it unless the owner lets go of it first.
+        // the save, which refuses it unless the owner lets go of it first. So it counts like a
+        // live one, links it made in this context (to an owner that was a fault) included.
         let deletionUnlinks = [.nullify, .cascade].contains(coordinator.model.schema[relationship.destinationIndex]
             .relationships[inverse].description.deleteRule)
         for list in [insertedList, updatedList, touchedList, deletedList] {
             for other in list where other.entity.index == relationship.destinationIndex && !other.isFault {
-                if other.isDeleted {
-                    if deletionUnlinks { result.remove(other.objectID) }
+                if other.isDeleted && deletionUnlinks {
+                    result.remove(other.objectID)
                     continue
                 }
                 let now = contains(other.relationships[inverse], owner.objectID)
