@@ -16,86 +16,65 @@ extension ManagedObjectContext {
     }
 
     /// The history record of the pending changes (`changes` is the change set they make).
+    ///
+    /// This runs on the writer for every save, so it allocates only for what changed: an
+    /// unchanged relationship is recognized by comparing its state with the committed one
+    /// (no destination sets are built), and the per-object tables exist only for objects
+    /// whose links changed.
     func historyDraft(for changes: ChangeSet) -> HistoryDraft {
         var draft = HistoryDraft(author: author, contextName: name)
-        /// Per saved object: attributes changed (index -> value before) and relationships
-        /// changed (index -> destinations added and removed).
-        var attributesBefore: [ManagedObjectID: [Int: AttributeValue]] = [:]
-        var relationshipChanges: [ManagedObjectID: [Int: (added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>)]] = [:]
-        let schema = coordinator.model.schema
-
-        func note(_ owner: ManagedObjectID, _ entity: Entity, _ r: Int, added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>) {
-            guard !added.isEmpty || !removed.isEmpty else { return }
-            var change = relationshipChanges[owner, default: [:]][r] ?? ([], [])
-            change.added.formUnion(added)
-            change.removed.formUnion(removed)
-            relationshipChanges[owner, default: [:]][r] = change
-            // The other side changes too: each destination gains or loses the owner.
-            let inverse = entity.relationships[r].inverseIndex
-            for destination in added { relationshipChanges[destination, default: [:]][inverse, default: ([], [])].added.insert(owner) }
-            for destination in removed { relationshipChanges[destination, default: [:]][inverse, default: ([], [])].removed.insert(owner) }
-        }
-        func destinations(_ state: RelationshipState) -> Set<ManagedObjectID> {
-            switch state {
-            case .unloaded, .toOne(nil): return []
-            case .toOne(let id?): return [id]
-            case .toMany(let ids): return ids
-            }
-        }
+        var links = LinkChanges()
 
         for object in insertedList where !object.isDeleted {
             draft.entries.append(.init(id: object.objectID, entity: object.entity, type: .insert, properties: [], previous: []))
             for r in object.relationships.indices {
-                note(object.objectID, object.entity, r, added: destinations(object.relationships[r]), removed: [])
+                switch object.relationships[r] {
+                case .toOne(let id?): links.note(object.objectID, object.entity, r, added: [id], removed: [])
+                case .toMany(let ids) where !ids.isEmpty: links.note(object.objectID, object.entity, r, added: ids, removed: [])
+                default: break
+                }
             }
         }
-        for object in updatedList + touchedList where !object.isInserted && !object.isDeleted && !object.isFault {
+        // Saved objects this save changes: attribute values before (in attribute order), and
+        // what their loaded relationships gained and lost. An object may be listed both as
+        // updated and as touched: it is looked at once.
+        var attributeChanges: [(id: ManagedObjectID, entity: Entity, before: [(index: Int, value: AttributeValue)])] = []
+        func scan(_ object: ManagedObject) {
+            guard !object.isInserted && !object.isDeleted && !object.isFault else { return }
+            var before: [(index: Int, value: AttributeValue)] = []
             for a in object.changedAttributes where object.attributes[a] != object.committedAttributes[a] {
-                attributesBefore[object.objectID, default: [:]][a] = object.committedAttributes[a]
+                before.append((a, object.committedAttributes[a]))
+            }
+            if !before.isEmpty {
+                before.sort { $0.index < $1.index }
+                attributeChanges.append((object.objectID, object.entity, before))
             }
             for r in object.relationships.indices {
-                if case .unloaded = object.relationships[r] { continue }
-                if case .unloaded = object.committedRelationships[r] { continue }
-                let now = destinations(object.relationships[r]), before = destinations(object.committedRelationships[r])
-                note(object.objectID, object.entity, r, added: now.subtracting(before), removed: before.subtracting(now))
+                switch (object.relationships[r], object.committedRelationships[r]) {
+                case let (.toOne(now), .toOne(then)) where now != then:
+                    links.note(object.objectID, object.entity, r, added: now.map { [$0] } ?? [], removed: then.map { [$0] } ?? [])
+                case let (.toMany(now), .toMany(then)) where now != then:
+                    links.note(object.objectID, object.entity, r, added: now.subtracting(then), removed: then.subtracting(now))
+                default:
+                    break  // unchanged, or not loaded on one side (then the other side records it)
+                }
             }
         }
+        for object in updatedList { scan(object) }
+        for object in touchedList where !object.isListedAsUpdated { scan(object) }
         for object in deletedList {
             for r in object.committedRelationships.indices {
-                note(object.objectID, object.entity, r, added: [], removed: destinations(object.committedRelationships[r]))
+                links.note(object.objectID, object.entity, r, added: [], removed: Self.destinations(object.committedRelationships[r]))
             }
         }
 
         // Updates: every saved object, not inserted or deleted by this save, whose attributes or
         // relationships changed. (A destination inserted or deleted by this save is recorded as
         // such; one discarded before the save never reached the store.)
-        let inserted = Set(insertedList.map(\.objectID))
-        let deleted = Set(deletedList.map(\.objectID))
-        let updated = Set(attributesBefore.keys).union(relationshipChanges.keys)
-            .filter { !$0.isTemporaryID && !inserted.contains($0) && !deleted.contains($0) }
-        func kept(_ ids: Set<ManagedObjectID>) -> [ManagedObjectID] {
-            ids.filter { !$0.isTemporaryID || inserted.contains($0) }.sortedByKey()
-        }
-        for id in updated.sortedByEntityAndKey() {
-            guard let entityIndex = coordinator.model.entityIndexByName[id.entityName] else { continue }
-            let entity = schema[entityIndex]
-            var properties: [String] = []
-            var previous: [(name: String, value: HistoryDraft.Previous)] = []
-            for (a, value) in (attributesBefore[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                properties.append(entity.attributes[a].name)
-                previous.append((entity.attributes[a].name, .attribute(value)))
-            }
-            for (r, change) in (relationshipChanges[id] ?? [:]).sorted(by: { $0.key < $1.key }) {
-                let added = kept(change.added), removed = kept(change.removed)
-                // Gained and lost again within the save: no change.
-                let net = (Set(added).subtracting(removed), Set(removed).subtracting(added))
-                guard !net.0.isEmpty || !net.1.isEmpty else { continue }
-                properties.append(entity.relationships[r].name)
-                previous.append((entity.relationships[r].name, .destinations(added: net.0.sortedByKey(), removed: net.1.sortedByKey())))
-            }
-            guard !properties.isEmpty else { continue }
-            draft.entries.append(.init(id: id, entity: entity, type: .update, properties: properties, previous: previous))
-        }
+        draft.entries += links.isEmpty
+            ? attributeChanges.map { change in Self.updateEntry(change.id, change.entity, before: change.before, links: [:], kept: { _ in true }) }
+                .compactMap { $0 }.sortedByEntityAndKey()
+            : updateEntries(attributeChanges, links)
         for object in deletedList {
             let entity = object.entity
             var previous: [(name: String, value: HistoryDraft.Previous)] = []
@@ -105,11 +84,94 @@ extension ManagedObjectContext {
                 }
                 for r in entity.relationships.indices where r < object.committedRelationships.count {
                     if case .unloaded = object.committedRelationships[r] { continue }
-                    previous.append((entity.relationships[r].name, .destinations(added: [], removed: destinations(object.committedRelationships[r]).sortedByKey())))
+                    previous.append((entity.relationships[r].name, .destinations(added: [], removed: Self.destinations(object.committedRelationships[r]).sortedByKey())))
                 }
             }
             draft.entries.append(.init(id: object.objectID, entity: entity, type: .delete, properties: [], previous: previous))
         }
         return draft
+    }
+
+    /// The update entries when links changed: objects whose attributes changed, and objects on
+    /// either side of a changed link (loaded or not), minus those this save inserts or deletes.
+    private func updateEntries(_ attributeChanges: [(id: ManagedObjectID, entity: Entity, before: [(index: Int, value: AttributeValue)])],
+                               _ links: LinkChanges) -> [HistoryDraft.Entry] {
+        let inserted = Set(insertedList.map(\.objectID))
+        let deleted = Set(deletedList.map(\.objectID))
+        let kept = { (id: ManagedObjectID) in !id.isTemporaryID || inserted.contains(id) }
+        var entries: [HistoryDraft.Entry] = []
+        var seen = Set<ManagedObjectID>()
+        for change in attributeChanges {
+            seen.insert(change.id)
+            if let entry = Self.updateEntry(change.id, change.entity, before: change.before, links: links.byObject[change.id] ?? [:], kept: kept) {
+                entries.append(entry)
+            }
+        }
+        let schema = coordinator.model.schema
+        for (id, objectLinks) in links.byObject where !seen.contains(id) && !id.isTemporaryID && !inserted.contains(id) && !deleted.contains(id) {
+            guard let entityIndex = coordinator.model.entityIndexByName[id.entityName] else { continue }
+            if let entry = Self.updateEntry(id, schema[entityIndex], before: [], links: objectLinks, kept: kept) { entries.append(entry) }
+        }
+        return entries.sortedByEntityAndKey()
+    }
+
+    /// One object's update entry: its attributes before, then its relationships' net changes
+    /// (destinations gained and lost again within the save cancel out); nil when nothing is left.
+    private static func updateEntry(_ id: ManagedObjectID, _ entity: Entity, before: [(index: Int, value: AttributeValue)],
+                                    links: [Int: LinkChanges.Change], kept: (ManagedObjectID) -> Bool) -> HistoryDraft.Entry? {
+        var properties: [String] = []
+        var previous: [(name: String, value: HistoryDraft.Previous)] = []
+        properties.reserveCapacity(before.count + links.count)
+        previous.reserveCapacity(before.count + links.count)
+        for (a, value) in before {
+            properties.append(entity.attributes[a].name)
+            previous.append((entity.attributes[a].name, .attribute(value)))
+        }
+        for (r, change) in links.sorted(by: { $0.key < $1.key }) {
+            let added = change.added.filter(kept), removed = change.removed.filter(kept)
+            let gained = added.subtracting(removed), lost = removed.subtracting(added)
+            guard !gained.isEmpty || !lost.isEmpty else { continue }
+            properties.append(entity.relationships[r].name)
+            previous.append((entity.relationships[r].name, .destinations(added: gained.sortedByKey(), removed: lost.sortedByKey())))
+        }
+        guard !properties.isEmpty else { return nil }
+        return .init(id: id, entity: entity, type: .update, properties: properties, previous: previous)
+    }
+
+    private static func destinations(_ state: RelationshipState) -> Set<ManagedObjectID> {
+        switch state {
+        case .unloaded, .toOne(nil): return []
+        case .toOne(let id?): return [id]
+        case .toMany(let ids): return ids
+        }
+    }
+}
+
+/// What a save did to relationships, per object and relationship index: destinations added
+/// and removed, noted on both sides of each link (a task moving to another project changes
+/// both projects' `tasks`, although neither was loaded).
+struct LinkChanges {
+    struct Change {
+        var added: Set<ManagedObjectID> = []
+        var removed: Set<ManagedObjectID> = []
+    }
+
+    private(set) var byObject: [ManagedObjectID: [Int: Change]] = [:]
+
+    var isEmpty: Bool { byObject.isEmpty }
+
+    mutating func note(_ owner: ManagedObjectID, _ entity: Entity, _ r: Int, added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>) {
+        guard !added.isEmpty || !removed.isEmpty else { return }
+        byObject[owner, default: [:]][r, default: Change()].added.formUnion(added)
+        byObject[owner, default: [:]][r, default: Change()].removed.formUnion(removed)
+        let inverse = entity.relationships[r].inverseIndex
+        for destination in added { byObject[destination, default: [:]][inverse, default: Change()].added.insert(owner) }
+        for destination in removed { byObject[destination, default: [:]][inverse, default: Change()].removed.insert(owner) }
+    }
+}
+
+extension Array where Element == HistoryDraft.Entry {
+    func sortedByEntityAndKey() -> [HistoryDraft.Entry] {
+        sorted { a, b in a.id.entityName != b.id.entityName ? a.id.entityName < b.id.entityName : (a.id.primaryKey ?? 0) < (b.id.primaryKey ?? 0) }
     }
 }
