@@ -128,9 +128,25 @@ struct PersistentHistoryTests {
         #expect(try container.coordinator.history(after: PersistentHistoryToken(rawValue: 2)).map(\.token.rawValue) == [3, 4])
         // Everything pruned: the next token still follows the last one.
         #expect(try container.coordinator.deleteHistory(olderThan: Date().addingTimeInterval(60)) == 2)
+        #expect(try container.coordinator.deleteHistory(olderThan: Date().addingTimeInterval(60)) == 0, "nothing is pruned twice")
+        #expect(try container.coordinator.historyTransactionCount() == 0)
+        #expect(try container.coordinator.lastHistoryToken().rawValue == 4)
         try addTag("after")
         #expect(try container.coordinator.history(after: try container.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [5])
         #expect(try container.coordinator.checkIntegrity().isEmpty)
+        // Pruning past the newest save prunes no save to come; and tokens keep growing after
+        // the store is closed and opened again with everything pruned.
+        #expect(try container.coordinator.deleteHistory(before: PersistentHistoryToken(rawValue: 100)) == 1)
+        #expect(try container.coordinator.oldestHistoryToken().rawValue == 5)
+        let reopened = try Fixtures.container(.sqlite(store.url))
+        let again = reopened.newBackgroundContext()
+        try again.performAndWait { () throws in
+            let tag = again.insertNewObject(forEntityName: "Tag")
+            tag.setValue("reopened", forKey: "label")
+            #expect(try again.save().token?.rawValue == 6)
+        }
+        #expect(try reopened.coordinator.history(after: try reopened.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [6])
+        #expect(try reopened.coordinator.historyTransactionCount() == 1)
     }
 
     @Test("a store without history records nothing and answers no token")

@@ -121,7 +121,7 @@ struct StoreFormatMigrationTests {
         #expect(Self.format1Schema.map { $0.replacingOccurrences(of: " COLLATE MS_DECIMAL", with: "") } == today)
     }
 
-    @Test("a format-1 store is upgraded in place: same values, numeric order, today's schema, format 3")
+    @Test("a format-1 store is upgraded in place: same values, numeric order, today's schema, today's format")
     func upgradesFormat1() throws {
         let store = try Self.makeFormat1Store()
         let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
@@ -197,7 +197,87 @@ struct StoreFormatMigrationTests {
         #expect(after.schema == before.schema)
     }
 
-    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["4", "0", "", nil] as [String?])
+    // MARK: Format 3: history tokens by AUTOINCREMENT, a change's properties in their own column
+
+    /// Today's store for `model` with two saves, turned into format 3 as that version left it:
+    /// the transaction table with AUTOINCREMENT and its `sqlite_sequence` row at `sequence`, the
+    /// change rows with their `properties`; with `prunedAll`, every transaction pruned.
+    static func makeFormat3Store(sequence: Int64, prunedAll: Bool) throws -> (TemporaryStore, [ManagedObjectID]) {
+        let store = TemporaryStore()
+        var ids: [ManagedObjectID] = []
+        do {
+            let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+            let context = container.newBackgroundContext()
+            try context.performAndWait {
+                let tag = context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("first", forKey: "label")
+                try context.save()
+                tag.setValue("second", forKey: "label")
+                try context.save()
+                ids.append(tag.objectID)
+            }
+        }
+        let connection = try SQLiteConnection(path: store.url.path)
+        try connection.execute(#"ALTER TABLE "_history_transaction" RENAME TO "old_transactions""#)
+        try connection.execute(#"CREATE TABLE "_history_transaction" ("token" INTEGER PRIMARY KEY AUTOINCREMENT, "timestamp" REAL NOT NULL, "author" TEXT, "context" TEXT)"#)
+        try connection.execute(#"INSERT INTO "_history_transaction" SELECT * FROM "old_transactions""#)
+        try connection.execute(#"DROP TABLE "old_transactions""#)
+        try connection.execute(#"UPDATE "sqlite_sequence" SET "seq" = \#(sequence) WHERE "name" = '_history_transaction'"#)
+        // Format 3 wrote the names of the changed properties in their own column.
+        try connection.execute(#"UPDATE "_history_change" SET "properties" = '["label"]' WHERE "type" = 2"#)
+        if prunedAll {
+            try connection.execute(#"DELETE FROM "_history_change""#)
+            try connection.execute(#"DELETE FROM "_history_transaction""#)
+            try connection.execute(#"INSERT OR REPLACE INTO "_metadata" VALUES ('history_pruned_through', '\#(sequence)')"#)
+        }
+        try connection.execute(#"UPDATE "_metadata" SET "value" = '3' WHERE "key" = 'format'"#)
+        return (store, ids)
+    }
+
+    @Test("a format-3 store is upgraded in place: its history reads the same, tokens go on after the last one handed out")
+    func upgradesFormat3() throws {
+        let (store, ids) = try Self.makeFormat3Store(sequence: 2, prunedAll: false)
+        let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+        let history = try container.coordinator.history(after: .zero)
+        #expect(history.map(\.token.rawValue) == [1, 2])
+        let update = try #require(history.last?.changes.first)
+        #expect(update.objectID == ids[0] && update.changeType == .update)
+        #expect(update.updatedProperties == ["label"], "read from the properties column of format 3")
+        #expect(update.previousValues["label"] == .attribute(.string("first")))
+        let context = container.newBackgroundContext()
+        try context.performAndWait { () throws in
+            let tag = try context.existingObject(with: ids[0])
+            tag.setValue("third", forKey: "label")
+            #expect(try context.save().token?.rawValue == 3)
+        }
+        let latest = try #require(try container.coordinator.history(after: PersistentHistoryToken(rawValue: 2)).first?.changes.first)
+        #expect(latest.updatedProperties == ["label"], "read from the values before, as format 4 writes it")
+        #expect(latest.previousValues["label"] == .attribute(.string("second")))
+        let (format, schema) = try Self.formatAndSchema(store.url)
+        #expect(format == StoreFormatMigration.currentFormat)
+        let fresh = TemporaryStore()
+        _ = try PersistentContainer(model: Self.model, store: .sqlite(fresh.url))
+        #expect(schema.subtracting(try Self.formatAndSchema(fresh.url).schema).allSatisfy { $0[1] == "sqlite_sequence" },
+                "the definitions are a new store's (sqlite_sequence stays: SQLite never drops it)")
+        #expect(try container.coordinator.checkIntegrity().isEmpty)
+    }
+
+    @Test("a format-3 store whose history was pruned to nothing never hands a token out again")
+    func upgradesPrunedFormat3() throws {
+        let (store, ids) = try Self.makeFormat3Store(sequence: 7, prunedAll: true)
+        let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+        #expect(try container.coordinator.historyTransactionCount() == 0)
+        #expect(try container.coordinator.lastHistoryToken().rawValue == 7)
+        let context = container.newBackgroundContext()
+        try context.performAndWait { () throws in
+            let tag = try context.existingObject(with: ids[0])
+            tag.setValue("after", forKey: "label")
+            #expect(try context.save().token?.rawValue == 8)
+        }
+        #expect(try container.coordinator.history(after: try container.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [8])
+    }
+
+    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["5", "0", "", nil] as [String?])
     func unknownFormatRefused(_ format: String?) throws {
         let store = TemporaryStore()
         do { _ = try PersistentContainer(model: Self.model, store: .sqlite(store.url)) }
@@ -212,8 +292,8 @@ struct StoreFormatMigrationTests {
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             let text = "\(error)"
-            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3"])
-                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3")
+            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4"])
+                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4")
         }
         #expect(try Self.formatAndSchema(store.url).format == format)
     }

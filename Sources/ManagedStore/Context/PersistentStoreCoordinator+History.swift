@@ -45,20 +45,28 @@ extension PersistentStoreCoordinator {
     /// The store works on without them: a merge policy that needs the history of a version no
     /// longer kept counts every property as changed, and `history(after:)` of a deleted token
     /// throws `historyPruned`.
+    ///
+    /// The newest save's row stays (without its changes, and never listed again): the next
+    /// token is the largest one plus one, so it must not go (`StoreSchema.historyStatements`).
     @discardableResult
     public func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int {
         do {
             return try write { connection in
-                let deleted = try connection.scalarInt(#"SELECT count(*) FROM "_history_transaction" WHERE "token" < ?"#, [.integer(token.rawValue)]) ?? 0
+                let alreadyPruned = try Self.prunedThrough(connection)
+                let newest = try connection.scalarInt(#"SELECT max("token") FROM "_history_transaction""#) ?? alreadyPruned
+                let deleted = try connection.scalarInt(#"SELECT count(*) FROM "_history_transaction" WHERE "token" < ? AND "token" > ?"#,
+                                                       [.integer(token.rawValue), .integer(alreadyPruned)]) ?? 0
                 try connection.withStatement(#"DELETE FROM "_history_change" WHERE "token" < ?"#) { s throws(StoreError) in
                     s.bind(token.rawValue, at: 1)
                     try s.execute()
                 }
-                try connection.withStatement(#"DELETE FROM "_history_transaction" WHERE "token" < ?"#) { s throws(StoreError) in
+                try connection.withStatement(#"DELETE FROM "_history_transaction" WHERE "token" < ? AND "token" < ?"#) { s throws(StoreError) in
                     s.bind(token.rawValue, at: 1)
+                    s.bind(newest, at: 2)
                     try s.execute()
                 }
-                let pruned = max(try Self.prunedThrough(connection), token.rawValue - 1)
+                // Nothing after the newest save was pruned: a later save must not start out pruned.
+                let pruned = max(alreadyPruned, min(token.rawValue - 1, newest))
                 try connection.withStatement(#"INSERT OR REPLACE INTO "_metadata" ("key", "value") VALUES ('history_pruned_through', ?)"#) { s throws(StoreError) in
                     s.bindText(String(pruned), at: 1)
                     try s.execute()
@@ -110,7 +118,10 @@ extension PersistentStoreCoordinator {
     /// The number of recorded saves the history holds.
     public func historyTransactionCount() throws(StoreError) -> Int {
         do {
-            return try read { connection in Int(try connection.scalarInt(#"SELECT count(*) FROM "_history_transaction""#) ?? 0) }
+            return try read { connection in
+                Int(try connection.scalarInt(#"SELECT count(*) FROM "_history_transaction" WHERE "token" > ?"#,
+                                             [.integer(Self.prunedThrough(connection))]) ?? 0)
+            }
         } catch {
             throw StoreError(wrapping: error)
         }

@@ -28,6 +28,9 @@ extension ChangeSetWriter {
         }
         let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
         let statement = try connection.cachedStatement(Self.insertChangeSQL)
+        // One buffer for every row's values before, and the entity name and those values bound
+        // without copies: this runs for every object of every save.
+        var previous = JSONWriter(reservingCapacity: 256)
         var insertIndex = 0
         for entry in draft.entries {
             let pk: Int64?
@@ -44,15 +47,26 @@ extension ChangeSetWriter {
                 pk = entry.id.primaryKey
             }
             guard let pk else { continue }
-            defer { statement.reset(clearingBindings: false) }
             statement.bind(token, at: 1)
-            statement.bindText(entry.entity.name, at: 2)
             statement.bind(pk, at: 3)
             statement.bind(Int64(HistoryCoding.typeCode(entry.type)), at: 4)
             statement.bind(version, at: 5)
-            statement.bind(entry.properties.isEmpty ? .null : .string(HistoryCoding.properties(entry.properties)), at: 6)
-            statement.bind(entry.previous.isEmpty ? .null : .string(HistoryCoding.previous(entry.previous, key: key)), at: 7)
-            while try statement.step() {}
+            // `properties` (6) stays NULL: the changed properties are the names of `previous`,
+            // in order (`HistoryReader` reads them from there; rows of format 3 have both).
+            statement.bind(nil, at: 6)
+            previous.bytes.removeAll(keepingCapacity: true)
+            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, key: key, into: &previous) }
+            var name = entry.entity.name
+            let stepped: Result<Void, StoreError> = name.withUTF8 { nameBytes in
+                previous.bytes.withUnsafeBufferPointer { previousBytes in
+                    statement.bindBorrowedText(nameBytes, at: 2)
+                    if previousBytes.isEmpty { statement.bind(nil, at: 7) } else { statement.bindBorrowedText(previousBytes, at: 7) }
+                    // Reset (and so unbind) before the borrowed bytes go, whatever the step did.
+                    defer { statement.reset(clearingBindings: true) }
+                    return Result { () throws(StoreError) in while try statement.step() {} }
+                }
+            }
+            try stepped.get()
         }
         return PersistentHistoryToken(rawValue: token)
     }
@@ -79,26 +93,39 @@ enum HistoryCoding {
         }
     }
 
-    static func properties(_ names: [String]) -> String {
-        var writer = JSONWriter(reservingCapacity: 16 * names.count)
-        writer.write(.array(names.map(JSONValue.string)))
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
-
-    static func previous(_ values: [(name: String, value: HistoryDraft.Previous)], key: (ManagedObjectID) -> Int64?) -> String {
-        var members: [(String, JSONValue)] = []
-        for (name, value) in values {
+    /// Values before a change as a JSON object, written into `writer`: attributes in their JSON
+    /// form, relationships as `{"+": [keys], "-": [keys]}`. Its member names, in order, are the
+    /// properties the change touched.
+    static func writePrevious(_ values: [(name: String, value: HistoryDraft.Previous)], key: (ManagedObjectID) -> Int64?,
+                              into writer: inout JSONWriter) {
+        writer.bytes.append(UInt8(ascii: "{"))
+        for (i, (name, value)) in values.enumerated() {
+            if i > 0 { writer.bytes.append(UInt8(ascii: ",")) }
+            writer.writeString(name)
+            writer.bytes.append(UInt8(ascii: ":"))
             switch value {
             case .attribute(let attribute):
-                members.append((name, attribute.jsonValue))
+                writer.write(attribute)
             case let .destinations(added, removed):
-                let plus = JSONValue.array(added.compactMap(key).map { .number(String($0)) })
-                let minus = JSONValue.array(removed.compactMap(key).map { .number(String($0)) })
-                members.append((name, .object([("+", plus), ("-", minus)])))
+                writer.writeRaw("{\"+\":")
+                writeKeys(added, key: key, into: &writer)
+                writer.writeRaw(",\"-\":")
+                writeKeys(removed, key: key, into: &writer)
+                writer.bytes.append(UInt8(ascii: "}"))
             }
         }
-        var writer = JSONWriter(reservingCapacity: 64)
-        writer.write(.object(members))
-        return String(decoding: writer.bytes, as: UTF8.self)
+        writer.bytes.append(UInt8(ascii: "}"))
+    }
+
+    private static func writeKeys(_ ids: [ManagedObjectID], key: (ManagedObjectID) -> Int64?, into writer: inout JSONWriter) {
+        writer.bytes.append(UInt8(ascii: "["))
+        var first = true
+        for id in ids {
+            guard let k = key(id) else { continue }
+            if !first { writer.bytes.append(UInt8(ascii: ",")) }
+            first = false
+            writer.writeInteger(k)
+        }
+        writer.bytes.append(UInt8(ascii: "]"))
     }
 }

@@ -57,22 +57,25 @@ struct HistoryReader {
     private func change(from s: SQLiteStatement) -> PersistentHistoryChange? {
         guard let entity = model.resolvedEntity(named: s.text(0)), let type = HistoryCoding.type(s.int64(2)) else { return nil }
         let id = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(s.int64(1)))
+        let previousMembers = s.isNull(5) ? [] : decodeJSON(s.text(5))?.objectMembers ?? []
         let properties: [String]
         switch type {
         case .insert: properties = entity.propertyNames
         case .delete: properties = []
-        case .update: properties = s.isNull(4) ? [] : (decodeJSON(s.text(4))?.arrayValue ?? []).compactMap(\.stringValue)
+        case .update:
+            // Rows written since format 4 leave `properties` NULL: the names of `previous`, in
+            // order, are the properties the change touched.
+            properties = s.isNull(4) ? previousMembers.map(\.0) : (decodeJSON(s.text(4))?.arrayValue ?? []).compactMap(\.stringValue)
         }
-        let previous = s.isNull(5) ? [:] : decodePrevious(s.text(5), entity: entity)
+        let previous = decodePrevious(previousMembers, entity: entity)
         return PersistentHistoryChange(objectID: id, changeType: type, updatedProperties: properties,
                                        version: s.isNull(3) ? nil : s.int64(3), previousValues: previous)
     }
 
     private func decodeJSON(_ text: String) -> JSONValue? { try? JSONParser(maxDepth: 8).parse(Array(text.utf8)) }
 
-    /// Values before a change, as `HistoryCoding.previous` wrote them.
-    func decodePrevious(_ text: String, entity: Entity) -> [String: PersistentHistoryValue] {
-        guard let members = decodeJSON(text)?.objectMembers else { return [:] }
+    /// Values before a change: the members of the JSON object `HistoryCoding.writePrevious` wrote.
+    func decodePrevious(_ members: [(String, JSONValue)], entity: Entity) -> [String: PersistentHistoryValue] {
         var result: [String: PersistentHistoryValue] = [:]
         for (name, value) in members {
             switch entity.property(named: name) {

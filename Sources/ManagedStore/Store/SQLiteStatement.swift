@@ -64,6 +64,18 @@ final class SQLiteStatement {
         }
     }
 
+    /// Binds UTF-8 text without copying it (SQLITE_STATIC), for a statement stepped and reset
+    /// while `text` is still borrowed: the caller must `reset()` (which clears the binding)
+    /// before the bytes go. Saves SQLite's copy of each value on the writer's hottest rows.
+    func bindBorrowedText(_ text: UnsafeBufferPointer<UInt8>, at index: Int32) {
+        guard let base = text.baseAddress, !text.isEmpty else {
+            sqlite3_bind_text64(handle, index, "", 0, csqlite_transient(), UInt8(SQLITE_UTF8))
+            return
+        }
+        sqlite3_bind_text64(handle, index, UnsafeRawPointer(base).assumingMemoryBound(to: CChar.self), UInt64(text.count),
+                            nil, UInt8(SQLITE_UTF8))
+    }
+
     // MARK: Stepping
 
     /// Advances to the next row; false when done.

@@ -9,11 +9,14 @@ import Foundation
 /// - Format 2 stores a `decimal` as order-preserving text (`DecimalStorage`) in a plain TEXT
 ///   column: no custom collation or function in any definition.
 /// - Format 3 adds the persistent history's tables (`StoreSchema.historyStatements`).
+/// - Format 4 gives history tokens without AUTOINCREMENT (pruning keeps the newest
+///   transaction's row instead), and leaves a change's `properties` NULL: they are the names
+///   of its `previous` values. Format 3 readers would read those rows wrong, hence a new format.
 enum StoreFormatMigration {
     /// The format this version writes.
-    static let currentFormat = "3"
+    static let currentFormat = "4"
     /// The formats this version opens: older ones are upgraded in place, one step at a time.
-    static let readableFormats = ["1", "2", currentFormat]
+    static let readableFormats = ["1", "2", "3", currentFormat]
 
     /// The store's recorded format (nil when it records none) when this version reads it;
     /// otherwise the store is refused.
@@ -34,8 +37,12 @@ enum StoreFormatMigration {
                     try rebuildWithoutCollation(entity, connection)
                 }
             }
-            // 2 -> 3: the history starts empty; saves before the upgrade are not in it.
-            for statement in StoreSchema.historyStatements { try connection.execute(statement) }
+            if format == "1" || format == "2" {
+                // 2 -> 3 (and 4): the history starts empty; saves before the upgrade are not in it.
+                for statement in StoreSchema.historyStatements { try connection.execute(statement) }
+            } else if format == "3" {
+                try rebuildHistoryTransactionsWithoutAutoincrement(connection)
+            }
             try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
                 s.bind(.string(currentFormat), at: 1)
                 try s.execute()
@@ -45,6 +52,25 @@ enum StoreFormatMigration {
             guard case let .sqlite(code, message, sql) = error else { throw error }
             throw .sqlite(code: code, message: "upgrading the store from format \(format) to \(currentFormat): \(message)", sql: sql)
         }
+    }
+
+    /// 3 -> 4: the same transaction rows in a table without AUTOINCREMENT. The largest token
+    /// ever handed out (`sqlite_sequence`) stays the largest: when pruning had deleted the rows
+    /// up to it, a row with that token (already pruned, so never listed) keeps its place.
+    private static func rebuildHistoryTransactionsWithoutAutoincrement(_ connection: SQLiteConnection) throws(StoreError) {
+        let replacement = "\"_ms_format4_history_transaction\""
+        try connection.execute(StoreSchema.historyTransactionTable(named: replacement))
+        try connection.execute("""
+            INSERT INTO \(replacement) ("token", "timestamp", "author", "context")
+            SELECT "token", "timestamp", "author", "context" FROM "_history_transaction"
+            """)
+        try connection.execute("""
+            INSERT INTO \(replacement) ("token", "timestamp", "author", "context")
+            SELECT "seq", 0, NULL, NULL FROM "sqlite_sequence"
+            WHERE "name" = '_history_transaction' AND "seq" > coalesce((SELECT max("token") FROM "_history_transaction"), 0)
+            """)
+        try connection.execute("DROP TABLE \"_history_transaction\"")
+        try connection.execute("ALTER TABLE \(replacement) RENAME TO \"_history_transaction\"")
     }
 
     /// Replaces a format-1 entity table by one made as `StoreSchema` makes it today. SQLite

@@ -22,18 +22,25 @@ enum StoreSchema {
         return statements
     }
 
-    /// The persistent history (`PersistentHistory.swift`): one row per committed save, whose
-    /// token only grows (AUTOINCREMENT: a token is never handed out again, even after pruning),
-    /// and one row per object it changed. Changes are found by token (the change feed) and by
-    /// object (which properties the store changed after a version: merge policies).
+    /// The persistent history (`PersistentHistory.swift`): one row per committed save and one
+    /// row per object it changed. Changes are found by token (the change feed) and by object
+    /// (which properties the store changed after a version: merge policies).
+    ///
+    /// A save's token is the largest one so far plus one (SQLite's choice for an unbound
+    /// `INTEGER PRIMARY KEY`). It is never handed out again, because pruning never deletes the
+    /// newest transaction's row (only its changes): AUTOINCREMENT would promise the same at the
+    /// price of a `sqlite_sequence` update in every save.
     static let historyStatements = [
-        "CREATE TABLE \"_history_transaction\" (\"token\" INTEGER PRIMARY KEY AUTOINCREMENT, \"timestamp\" REAL NOT NULL, "
-            + "\"author\" TEXT, \"context\" TEXT)",
+        historyTransactionTable(named: "\"_history_transaction\""),
         "CREATE TABLE \"_history_change\" (\"token\" INTEGER NOT NULL, \"entity\" TEXT NOT NULL, \"pk\" INTEGER NOT NULL, "
             + "\"type\" INTEGER NOT NULL, \"version\" INTEGER, \"properties\" TEXT, \"previous\" TEXT, "
             + "PRIMARY KEY (\"token\", \"entity\", \"pk\")) WITHOUT ROWID",
         "CREATE INDEX \"_history_change_object\" ON \"_history_change\" (\"entity\", \"pk\", \"token\")",
     ]
+
+    static func historyTransactionTable(named table: String) -> String {
+        "CREATE TABLE \(table) (\"token\" INTEGER PRIMARY KEY, \"timestamp\" REAL NOT NULL, \"author\" TEXT, \"context\" TEXT)"
+    }
 
     /// The CREATE TABLE of `entity`'s rows, named `table` (quoted): the entity's own table, or
     /// the replacement a format migration fills before it takes the table's place.
