@@ -128,4 +128,22 @@ struct ErrorTests {
         let ruleErrors = rules.json?["errors"] as? [[String: Any]] ?? []
         #expect(Set(ruleErrors.compactMap { $0["code"] as? String }) == ["missing-mandatory-property", "too-large"])
     }
+
+    /// Found by the four-client model-based walk: a refused value for a deny relationship hid
+    /// the delete-denied of the same object's delete (the refused value is left unset, and the
+    /// relationship still holds its objects).
+    @Test("a refused value for a deny relationship does not hide the delete-denied of deleting its object")
+    func deleteDeniedBesideRefusedValue() throws {
+        let harness = try ServerHarness()
+        #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "x"}"#).status == 201)
+        #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "t", "tags": ["Tag/1"]}"#).status == 201)
+        let response = try harness.request("POST", "/v1/transactions", json: #"""
+            {"operations": [{"op": "update", "object": "Tag/1", "values": {"tasks": ["Task/999"]}}, {"op": "delete", "object": "Tag/1"}]}
+            """#)
+        Self.check(response, 422, "validation")
+        let errors = response.json?["errors"] as? [[String: Any]] ?? []
+        let found = Set(errors.map { "\($0["object"] as? String ?? "-").\($0["property"] as? String ?? "-"):\($0["code"] as? String ?? "-")" })
+        #expect(found == ["Tag/1.tasks:invalid-relationship", "Tag/1.tasks:delete-denied"])
+        #expect(try harness.counts()["Tag"] == 1)
+    }
 }
