@@ -71,10 +71,7 @@ extension ManagedObjectContext {
         // Updates: every saved object, not inserted or deleted by this save, whose attributes or
         // relationships changed. (A destination inserted or deleted by this save is recorded as
         // such; one discarded before the save never reached the store.)
-        draft.entries += links.isEmpty
-            ? attributeChanges.map { change in Self.updateEntry(change.id, change.entity, before: change.before, links: [:], kept: { _ in true }) }
-                .compactMap { $0 }.sortedByEntityAndKey()
-            : updateEntries(attributeChanges, links)
+        draft.entries += updateEntries(attributeChanges, links)
         for object in deletedList {
             let entity = object.entity
             var previous: [(name: String, value: HistoryDraft.Previous)] = []
@@ -92,27 +89,27 @@ extension ManagedObjectContext {
         return draft
     }
 
-    /// The update entries when links changed: objects whose attributes changed, and objects on
-    /// either side of a changed link (loaded or not), minus those this save inserts or deletes.
+    /// The update entries: objects whose attributes changed, and objects on either side of a
+    /// changed link (loaded or not), minus those this save inserts or deletes. Without changed
+    /// links (a plain update) no set of IDs is built.
     private func updateEntries(_ attributeChanges: [(id: ManagedObjectID, entity: Entity, before: [(index: Int, value: AttributeValue)])],
                                _ links: LinkChanges) -> [HistoryDraft.Entry] {
-        let inserted = Set(insertedList.map(\.objectID))
-        let deleted = Set(deletedList.map(\.objectID))
+        let inserted = links.isEmpty ? [] : Set(insertedList.map(\.objectID))
         let kept = { (id: ManagedObjectID) in !id.isTemporaryID || inserted.contains(id) }
-        var entries: [HistoryDraft.Entry] = []
-        var seen = Set<ManagedObjectID>()
-        for change in attributeChanges {
-            seen.insert(change.id)
-            if let entry = Self.updateEntry(change.id, change.entity, before: change.before, links: links.byObject[change.id] ?? [:], kept: kept) {
-                entries.append(entry)
+        var entries = attributeChanges.compactMap { change in
+            Self.updateEntry(change.id, change.entity, before: change.before, links: links.byObject[change.id] ?? [:], kept: kept)
+        }
+        if !links.isEmpty {
+            let deleted = Set(deletedList.map(\.objectID))
+            let attributesChanged = Set(attributeChanges.map(\.id))
+            let schema = coordinator.model.schema
+            for (id, objectLinks) in links.byObject
+            where !attributesChanged.contains(id) && !id.isTemporaryID && !inserted.contains(id) && !deleted.contains(id) {
+                guard let entityIndex = coordinator.model.entityIndexByName[id.entityName] else { continue }
+                if let entry = Self.updateEntry(id, schema[entityIndex], before: [], links: objectLinks, kept: kept) { entries.append(entry) }
             }
         }
-        let schema = coordinator.model.schema
-        for (id, objectLinks) in links.byObject where !seen.contains(id) && !id.isTemporaryID && !inserted.contains(id) && !deleted.contains(id) {
-            guard let entityIndex = coordinator.model.entityIndexByName[id.entityName] else { continue }
-            if let entry = Self.updateEntry(id, schema[entityIndex], before: [], links: objectLinks, kept: kept) { entries.append(entry) }
-        }
-        return entries.sortedByEntityAndKey()
+        return entries.sorted { ManagedObjectID.precedesByEntityAndKey($0.id, $1.id) }
     }
 
     /// One object's update entry: its attributes before, then its relationships' net changes
@@ -167,11 +164,5 @@ struct LinkChanges {
         let inverse = entity.relationships[r].inverseIndex
         for destination in added { byObject[destination, default: [:]][inverse, default: Change()].added.insert(owner) }
         for destination in removed { byObject[destination, default: [:]][inverse, default: Change()].removed.insert(owner) }
-    }
-}
-
-extension Array where Element == HistoryDraft.Entry {
-    func sortedByEntityAndKey() -> [HistoryDraft.Entry] {
-        sorted { a, b in a.id.entityName != b.id.entityName ? a.id.entityName < b.id.entityName : (a.id.primaryKey ?? 0) < (b.id.primaryKey ?? 0) }
     }
 }

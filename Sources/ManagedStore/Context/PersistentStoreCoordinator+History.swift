@@ -60,9 +60,8 @@ extension PersistentStoreCoordinator {
                     s.bind(token.rawValue, at: 1)
                     try s.execute()
                 }
-                try connection.withStatement(#"DELETE FROM "_history_transaction" WHERE "token" < ? AND "token" < ?"#) { s throws(StoreError) in
-                    s.bind(token.rawValue, at: 1)
-                    s.bind(newest, at: 2)
+                try connection.withStatement(#"DELETE FROM "_history_transaction" WHERE "token" < ?"#) { s throws(StoreError) in
+                    s.bind(min(token.rawValue, newest), at: 1)
                     try s.execute()
                 }
                 // Nothing after the newest save was pruned: a later save must not start out pruned.

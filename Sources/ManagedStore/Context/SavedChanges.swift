@@ -96,9 +96,13 @@ extension ManagedObjectContext {
     }
 }
 
-extension Sequence<ManagedObjectID> {
-    /// By entity name, then key: the order `SavedChanges` lists objects in.
-    func sortedByEntityAndKey() -> [ManagedObjectID] {
-        sorted { a, b in a.entityName != b.entityName ? a.entityName < b.entityName : (a.primaryKey ?? 0) < (b.primaryKey ?? 0) }
+extension ManagedObjectID {
+    /// By entity name, then key: the order `SavedChanges` and a history record list objects in.
+    static func precedesByEntityAndKey(_ a: ManagedObjectID, _ b: ManagedObjectID) -> Bool {
+        a.entityName != b.entityName ? a.entityName < b.entityName : (a.primaryKey ?? 0) < (b.primaryKey ?? 0)
     }
+}
+
+extension Sequence<ManagedObjectID> {
+    func sortedByEntityAndKey() -> [ManagedObjectID] { sorted(by: ManagedObjectID.precedesByEntityAndKey) }
 }
