@@ -32,8 +32,6 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// Every entity's JSON keys, made once.
     let layouts: JSONLayouts
     private let ready = ReadyFlag()
-    /// Where answers to writes are written as JSON: off the write thread.
-    private let answering = DispatchQueue(label: "ManagedStore.write-answers", attributes: .concurrent)
 
     public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration) {
         self.coordinator = coordinator
@@ -156,9 +154,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// Suspends the connection and queues the write; its answer is written as JSON off the
     /// write thread, then the connection resumes with it.
     private func enqueue(_ write: WriteRequest) -> HTTPHandlerOutcome {
-        .suspend { [writes, layouts, answering] deferred in
+        .suspend { [writes, layouts] deferred in
             writes.submit({ context in write.perform(in: context) }, completion: { outcome in
-                answering.async { deferred.complete(WriteResponse.make(outcome, layouts: layouts)) }
+                // Resumed from the write queue's thread; the answer is made on the MHD thread.
+                deferred.complete { WriteResponse.make(outcome, layouts: layouts) }
             })
         }
     }

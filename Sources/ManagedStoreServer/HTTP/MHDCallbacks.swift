@@ -38,6 +38,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
     }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
     if state.abandoned { return .NO }  // closes the connection: see DeferredResponse.abandon
+    if let make = state.makeResponse {
+        state.makeResponse = nil
+        state.response = make()
+    }
     if let response = state.response { return mhdQueue(connection, response) }
 
     let size = uploadDataSize.pointee

@@ -21,6 +21,9 @@ final class RequestState: @unchecked Sendable {
     /// Why the body is being discarded as it arrives, answered once it has ended.
     var refusal: Problem?
     var response: HTTPResponse?
+    /// Makes the response, on the MHD thread that sends it, once the connection resumes: an
+    /// answer given from the write queue's thread leaves the encoding to the front.
+    var makeResponse: (@Sendable () -> HTTPResponse)?
     /// Resumed without an answer: close the connection (a shutdown that could not wait for
     /// the request's outcome says nothing rather than something untrue).
     var abandoned = false
@@ -61,6 +64,17 @@ public final class DeferredResponse: @unchecked Sendable {
     public func complete(_ response: HTTPResponse) -> Bool {
         guard claim() else { return false }
         state.response = response
+        server.resume(connection, state: state)
+        return true
+    }
+
+    /// Resumes the connection and has its MHD thread call `make` for the response. For an
+    /// answerer whose own thread is the bottleneck (the write queue): building and encoding the
+    /// answer moves to the front threads, with no hop through another queue in between.
+    @discardableResult
+    public func complete(making make: @escaping @Sendable () -> HTTPResponse) -> Bool {
+        guard claim() else { return false }
+        state.makeResponse = make
         server.resume(connection, state: state)
         return true
     }
