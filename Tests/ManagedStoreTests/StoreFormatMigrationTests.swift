@@ -115,9 +115,10 @@ struct StoreFormatMigrationTests {
 
     // MARK: Tests
 
-    @Test("the format-1 schema written out here is what StoreSchema makes, with the old collation on decimal columns")
+    @Test("the format-1 schema written out here is what StoreSchema makes, with the old collation on decimal columns and no _history column")
     func format1SchemaIsFaithful() {
         let today = StoreSchema.createStatements(for: Self.model).filter { !StoreSchema.historyStatements.contains($0) }
+            .map { $0.replacingOccurrences(of: ", \(StoreSchema.historyColumn) INTEGER", with: "") }
         #expect(Self.format1Schema.map { $0.replacingOccurrences(of: " COLLATE MS_DECIMAL", with: "") } == today)
     }
 
@@ -197,6 +198,85 @@ struct StoreFormatMigrationTests {
         #expect(after.schema == before.schema)
     }
 
+    // MARK: Format 4: changes found by an index on (entity, pk, token), no chains
+
+    /// Turns today's store into format 4 as that version left it: no `_history` column in the
+    /// entity tables, no `prior` in the change rows, the index on (entity, pk, token).
+    static func turnIntoFormat4(_ connection: SQLiteConnection) throws {
+        for entity in model.schema { try connection.execute("ALTER TABLE \(entity.table) DROP COLUMN \"_history\"") }
+        try connection.execute(#"ALTER TABLE "_history_change" RENAME TO "new_changes""#)
+        try connection.execute(#"""
+            CREATE TABLE "_history_change" ("token" INTEGER NOT NULL, "entity" TEXT NOT NULL, "pk" INTEGER NOT NULL, "type" INTEGER NOT NULL, \#
+            "version" INTEGER, "properties" TEXT, "previous" TEXT, PRIMARY KEY ("token", "entity", "pk")) WITHOUT ROWID
+            """#)
+        try connection.execute(#"""
+            INSERT INTO "_history_change" SELECT "token", "entity", "pk", "type", "version", "properties", "previous" FROM "new_changes"
+            """#)
+        try connection.execute(#"DROP TABLE "new_changes""#)
+        try connection.execute(#"CREATE INDEX "_history_change_object" ON "_history_change" ("entity", "pk", "token")"#)
+        try connection.execute(#"UPDATE "_metadata" SET "value" = '4' WHERE "key" = 'format'"#)
+    }
+
+    @Test("a format-4 store is upgraded in place: every object's chain finds what a scan of its history finds, for every version")
+    func upgradesFormat4() throws {
+        let store = TemporaryStore()
+        var ids: [ManagedObjectID] = []
+        do {
+            let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+            let context = container.newBackgroundContext()
+            try context.performAndWait { () throws in
+                let boxes = (0..<2).map { i -> ManagedObject in
+                    let box = context.insertNewObject(forEntityName: "Box")
+                    box.setValue("box \(i)", forKey: "label")
+                    return box
+                }
+                let tag = context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("red", forKey: "label")
+                let items = (0..<3).map { i -> ManagedObject in
+                    let item = context.insertNewObject(forEntityName: "Item")
+                    item.setValue("item \(i)", forKey: "name")
+                    item.setObject(boxes[0], forKey: "box")
+                    return item
+                }
+                try context.save()
+                items[0].setValue(Int64(5), forKey: "qty")
+                try context.save()
+                items[1].setObject(boxes[1], forKey: "box")  // both boxes change through the items' keys only
+                items[2].addObject(tag, toKey: "tags")  // the tag changes through the join table only
+                try context.save()
+                context.delete(items[2])
+                boxes[1].setValue("box one", forKey: "label")
+                try context.save()
+                ids = boxes.map(\.objectID) + [tag.objectID] + items.map(\.objectID)
+            }
+        }
+        let transactions: Int
+        do {
+            let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+            transactions = try container.coordinator.history(after: .zero).count
+        }
+        try Self.turnIntoFormat4(try SQLiteConnection(path: store.url.path))
+        #expect(try Self.formatAndSchema(store.url).format == "4")
+
+        let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+        #expect(try container.coordinator.history(after: .zero).count == transactions)
+        var lists = 0
+        for id in ids {
+            for version in Int64(1)...4 {
+                let scan = try HistoryChainTests.scanned(container, id, after: version)
+                #expect(try HistoryChainTests.chained(container, id, after: version) == scan, "\(id) after version \(version)")
+                if scan != nil { lists += 1 }
+            }
+        }
+        #expect(lists >= ids.count, "every object's history reaches at least its first version")
+        let (format, schema) = try Self.formatAndSchema(store.url)
+        #expect(format == StoreFormatMigration.currentFormat)
+        let fresh = TemporaryStore()
+        _ = try PersistentContainer(model: Self.model, store: .sqlite(fresh.url))
+        #expect(schema == (try Self.formatAndSchema(fresh.url)).schema, "the definitions are a new store's")
+        #expect(try container.coordinator.checkIntegrity().isEmpty)
+    }
+
     // MARK: Format 3: history tokens by AUTOINCREMENT, a change's properties in their own column
 
     /// Today's store for `model` with two saves, turned into format 3 as that version left it:
@@ -218,6 +298,7 @@ struct StoreFormatMigrationTests {
             }
         }
         let connection = try SQLiteConnection(path: store.url.path)
+        try turnIntoFormat4(connection)
         try connection.execute(#"ALTER TABLE "_history_transaction" RENAME TO "old_transactions""#)
         try connection.execute(#"CREATE TABLE "_history_transaction" ("token" INTEGER PRIMARY KEY AUTOINCREMENT, "timestamp" REAL NOT NULL, "author" TEXT, "context" TEXT)"#)
         try connection.execute(#"INSERT INTO "_history_transaction" SELECT * FROM "old_transactions""#)
@@ -251,7 +332,7 @@ struct StoreFormatMigrationTests {
             #expect(try context.save().token?.rawValue == 3)
         }
         let latest = try #require(try container.coordinator.history(after: PersistentHistoryToken(rawValue: 2)).first?.changes.first)
-        #expect(latest.updatedProperties == ["label"], "read from the values before, as format 4 writes it")
+        #expect(latest.updatedProperties == ["label"], "read from the values before, as formats 4 and on write them")
         #expect(latest.previousValues["label"] == .attribute(.string("second")))
         let (format, schema) = try Self.formatAndSchema(store.url)
         #expect(format == StoreFormatMigration.currentFormat)
@@ -277,7 +358,7 @@ struct StoreFormatMigrationTests {
         #expect(try container.coordinator.history(after: try container.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [8])
     }
 
-    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["5", "0", "", nil] as [String?])
+    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["6", "0", "", nil] as [String?])
     func unknownFormatRefused(_ format: String?) throws {
         let store = TemporaryStore()
         do { _ = try PersistentContainer(model: Self.model, store: .sqlite(store.url)) }
@@ -292,8 +373,8 @@ struct StoreFormatMigrationTests {
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             let text = "\(error)"
-            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4"])
-                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4")
+            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4", "5"])
+                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4, 5")
         }
         #expect(try Self.formatAndSchema(store.url).format == format)
     }

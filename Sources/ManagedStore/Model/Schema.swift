@@ -67,8 +67,14 @@ final class Entity: Sendable {
     /// Per relationship: the keys of its destinations for one object, ascending.
     let relatedKeysSQL: [PreparedSQL]
     /// Inserts one row: `_pk`, `_version`, the attributes, then the foreign keys, in the order
-    /// of `attributes` and `foreignKeyRelationships`.
+    /// of `attributes` and `foreignKeyRelationships`, then `_history`.
     let insertRowSQL: PreparedSQL
+    /// Records a change of one object in the history: its `_history_change` row (token, entity,
+    /// pk, type, version, properties, previous), whose `prior` is the object's `_history` read
+    /// from its row, so run before the save writes the row (`StoreSchema.historyStatements`).
+    let recordChangeSQL: PreparedSQL
+    /// Sets one object's `_history` (token, pk): for a change that wrote nothing else in its row.
+    let setHistorySQL: PreparedSQL
     /// Per relationship stored as this row's foreign key: its column in a row read by
     /// `loadRowSQL` (nil for relationships stored elsewhere).
     let foreignKeyColumn: [Int32?]
@@ -110,9 +116,12 @@ final class Entity: Sendable {
         self.foreignKeyColumn = foreignKeyColumn
         self.loadRowSQL = PreparedSQL("SELECT \(columns) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?")
         let insertColumns = ["\"_pk\"", "\"_version\""] + description.attributes.map { quoteIdentifier($0.name) }
-            + foreignKeys.map { quoteIdentifier(relationships[$0].name) }
+            + foreignKeys.map { quoteIdentifier(relationships[$0].name) } + [StoreSchema.historyColumn]
         self.insertRowSQL = PreparedSQL("INSERT INTO \(table) (\(insertColumns.joined(separator: ", "))) VALUES ("
             + Array(repeating: "?", count: insertColumns.count).joined(separator: ", ") + ")")
+        self.recordChangeSQL = PreparedSQL(#"INSERT INTO "_history_change" ("token", "entity", "pk", "type", "version", "properties", "previous", "prior") "#
+            + "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT \(StoreSchema.historyColumn) FROM \(table) WHERE \"_pk\" = ?3))")
+        self.setHistorySQL = PreparedSQL("UPDATE \(table) SET \(StoreSchema.historyColumn) = ?1 WHERE \"_pk\" = ?2")
         self.relatedKeysSQL = relationships.map { relationship in
             switch relationship.storage {
             case .foreignKey(let column):

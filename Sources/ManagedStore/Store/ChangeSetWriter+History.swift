@@ -6,12 +6,12 @@ import Foundation
 extension ChangeSetWriter {
     private static let insertTransactionSQL = PreparedSQL(
         #"INSERT INTO "_history_transaction" ("timestamp", "author", "context") VALUES (?, ?, ?)"#)
-    private static let insertChangeSQL = PreparedSQL(
-        #"INSERT INTO "_history_change" ("token", "entity", "pk", "type", "version", "properties", "previous") VALUES (?, ?, ?, ?, ?, ?, ?)"#)
 
     /// Writes `draft` as one history transaction and returns its token. `keys` are the primary
     /// keys given to `changes.inserts` (the draft's inserts come first, in the same order).
-    func writeHistory(_ draft: HistoryDraft, _ changes: ChangeSet, keys: [Int64]) throws -> PersistentHistoryToken {
+    /// Runs before the save writes its rows: each change row takes its object's `_history` from
+    /// the row as it still is (`Entity.recordChangeSQL`).
+    func writeHistory(_ draft: HistoryDraft, _ changes: ChangeSet, keys: [Int64]) throws -> Int64 {
         try connection.withStatement(Self.insertTransactionSQL) { s throws(StoreError) in
             s.bind(.double(Date().timeIntervalSince1970), at: 1)
             s.bind(draft.author.map(AttributeValue.string) ?? .null, at: 2)
@@ -27,10 +27,10 @@ extension ChangeSetWriter {
             return temporary[id]
         }
         let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
-        let statement = try connection.cachedStatement(Self.insertChangeSQL)
         // One buffer for every row's values before, and the entity name and those values bound
         // without copies: this runs for every object of every save.
         var previous = JSONWriter(reservingCapacity: 256)
+        var last: (entity: Int, statement: SQLiteStatement)?
         var insertIndex = 0
         for entry in draft.entries {
             let pk: Int64?
@@ -47,6 +47,11 @@ extension ChangeSetWriter {
                 pk = entry.id.primaryKey
             }
             guard let pk else { continue }
+            let statement: SQLiteStatement
+            if let last, last.entity == entry.entity.index { statement = last.statement } else {
+                statement = try connection.cachedStatement(entry.entity.recordChangeSQL)
+            }
+            last = (entry.entity.index, statement)
             statement.bind(token, at: 1)
             statement.bind(pk, at: 3)
             statement.bind(Int64(HistoryCoding.typeCode(entry.type)), at: 4)
@@ -68,7 +73,7 @@ extension ChangeSetWriter {
             }
             try stepped.get()
         }
-        return PersistentHistoryToken(rawValue: token)
+        return token
     }
 }
 

@@ -34,14 +34,19 @@ struct ChangeSetWriter {
             throw ChangeSetRejection.conflicts(versions: versionConflicts, constraints: constraintConflicts)
         }
         try checkReferences(changes, resolve: resolve)
-        try writeDeletes(changes.deletes)
-        try writeUpdates(changes.updates, resolve: resolve)
-        try writeInserts(changes.inserts, keys: keys, resolve: resolve)
-        try writeLinks(changes, resolve: resolve)
-        // A save that changed nothing (it only checked base versions) records no transaction:
-        // the history lists changes, and a reader would find an empty one.
+        // The history record goes first: each change row reads the token of its object's change
+        // before (`prior`) from the row, before the row is written; the rows then take the new
+        // token as their `_history`. A save that changed nothing (it only checked base
+        // versions) records no transaction: the history lists changes, and a reader would find
+        // an empty one.
         let token = try changes.history.flatMap { draft in draft.entries.isEmpty ? nil : try writeHistory(draft, changes, keys: keys) }
-        return Written(insertedIDs: assigned, token: token)
+        let heads = HistoryHeads(changes, token: token)
+        try writeDeletes(changes.deletes)
+        try writeUpdates(changes.updates, heads: heads, resolve: resolve)
+        try writeInserts(changes.inserts, keys: keys, token: token, resolve: resolve)
+        try writeLinks(changes, resolve: resolve)
+        try writeLinkOnlyHeads(heads)
+        return Written(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 
     // MARK: Checks
@@ -208,7 +213,7 @@ struct ChangeSetWriter {
         }
     }
 
-    private func writeUpdates(_ updates: [ChangeSet.Update], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+    private func writeUpdates(_ updates: [ChangeSet.Update], heads: HistoryHeads, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         try clearSwappedUniqueValues(updates)
         for update in updates {
             guard let pk = update.id.primaryKey else { continue }
@@ -217,6 +222,8 @@ struct ChangeSetWriter {
             assignments += update.changedForeignKeys.map {
                 "\(quoteIdentifier(entity.relationships[entity.foreignKeyRelationships[$0]].name)) = ?"
             }
+            let head = heads.head(of: update.id)
+            if head != nil { assignments.append("\(StoreSchema.historyColumn) = ?") }
             assignments.append("\"_version\" = \"_version\" + 1")
             let sql = "UPDATE \(entity.table) SET \(assignments.joined(separator: ", ")) WHERE \"_pk\" = ?"
             // `do throws(StoreError)` and a test inside the catch: a `catch where` clause on a
@@ -226,6 +233,7 @@ struct ChangeSetWriter {
                     var index: Int32 = 1
                     for a in update.changedAttributes { s.bind(update.attributes[a], at: index); index += 1 }
                     for f in update.changedForeignKeys { s.bind(update.foreignKeys[f].flatMap { resolve($0).primaryKey }, at: index); index += 1 }
+                    if let head { s.bind(head, at: index); index += 1 }
                     s.bind(pk, at: index)
                     try s.execute()
                 }
@@ -293,7 +301,8 @@ struct ChangeSetWriter {
     /// allocated), always bound: a row inserted without its key would take SQLite's
     /// max(rowid)+1, which repeats a deleted key while `_sequence` hands out the next one, and
     /// the ID answered would name another object.
-    private func writeInserts(_ inserts: [ChangeSet.Insert], keys: [Int64], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+    private func writeInserts(_ inserts: [ChangeSet.Insert], keys: [Int64], token: Int64?,
+                              resolve: (ManagedObjectID) -> ManagedObjectID) throws {
         var statements: [Int: SQLiteStatement] = [:]
         var last: (entity: Int, statement: SQLiteStatement)?
         // By index, so that no insert is copied (this loop runs once per object of a save).
@@ -316,10 +325,26 @@ struct ChangeSetWriter {
                 statement.bind(inserts[i].foreignKey(at: position).flatMap { resolve($0).primaryKey }, at: index)
                 index += 1
             }
+            // Every insert of a save that records history is in its record.
+            statement.bind(token, at: index)
             do throws(StoreError) { while try statement.step() {} } catch {
                 guard error.isUniquenessViolation else { throw error }
                 throw try uniquenessRejection(entity, id: ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(keys[i])),
                                               attributes: inserts[i].attributes)
+            }
+        }
+    }
+
+    /// Sets `_history` of the objects the record lists as changed whose rows the save wrote
+    /// nothing else in: their change was to links stored elsewhere (a join table, the other
+    /// side's foreign key).
+    private func writeLinkOnlyHeads(_ heads: HistoryHeads) throws {
+        guard case let .recorded(token, _, linkOnly) = heads else { return }
+        for (entity, pk) in linkOnly {
+            try connection.withStatement(entity.setHistorySQL) { s throws(StoreError) in
+                s.bind(token, at: 1)
+                s.bind(pk, at: 2)
+                try s.execute()
             }
         }
     }
@@ -338,6 +363,41 @@ struct ChangeSetWriter {
                 s.bind(a, at: 1); s.bind(b, at: 2)
                 try s.execute()
             }
+        }
+    }
+}
+
+/// What a save writes in its rows' `_history` column: the head of each object's chain of
+/// changes (`StoreSchema.historyStatements`).
+enum HistoryHeads {
+    /// The store records no history: an updated row's `_history` becomes NULL, since what this
+    /// save changed is nowhere, and a later conflict must not take the older chain for complete.
+    case off
+    /// Nothing recorded (a save that changed nothing): no head moves.
+    case unchanged
+    /// Recorded under `token`: the rows of the objects in `updated` (the record's updates that
+    /// the save also writes a row for) and of `linkOnly` (those it writes no row for) take it.
+    case recorded(token: Int64, updated: Set<ManagedObjectID>, linkOnly: [(Entity, Int64)])
+
+    init(_ changes: ChangeSet, token: Int64?) {
+        guard let draft = changes.history else { self = .off; return }
+        guard let token else { self = .unchanged; return }
+        var updated: Set<ManagedObjectID> = []
+        var linkOnly: [(Entity, Int64)] = []
+        let written = changes.updates.isEmpty ? [] : Set(changes.updates.map(\.id))
+        for entry in draft.entries where entry.type == .update {
+            guard let pk = entry.id.primaryKey else { continue }
+            if written.contains(entry.id) { updated.insert(entry.id) } else { linkOnly.append((entry.entity, pk)) }
+        }
+        self = .recorded(token: token, updated: updated, linkOnly: linkOnly)
+    }
+
+    /// What the UPDATE of `id`'s row sets `_history` to: nil leaves it as it is.
+    func head(of id: ManagedObjectID) -> AttributeValue? {
+        switch self {
+        case .off: return .null
+        case .unchanged: return nil
+        case let .recorded(token, updated, _): return updated.contains(id) ? .integer(token) : nil
         }
     }
 }

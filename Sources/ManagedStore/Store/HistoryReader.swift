@@ -97,25 +97,46 @@ struct HistoryReader {
     }
 
     /// The changes of the object `entity`/`pk` recorded after it reached `version`, newest
-    /// first; nil when the history no longer reaches that version (pruned, or recorded before
-    /// history was kept), so what changed since is unknown.
+    /// first; nil when the history no longer reaches that version (pruned, recorded before
+    /// history was kept, or saved while it was off), so what changed since is unknown.
+    ///
+    /// Follows the object's chain (`StoreSchema.historyStatements`) from its newest change,
+    /// back to the one that made `version`.
     func changes(ofObject entity: Entity, pk: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]? {
-        let reached: Int64? = try connection.withStatement(
-            #"SELECT "token" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? AND "version" = ? ORDER BY "token" DESC LIMIT 1"#) { s throws(StoreError) in
-            s.bindText(entity.name, at: 1)
-            s.bind(pk, at: 2)
-            s.bind(version, at: 3)
-            return try s.step() ? s.int64(0) : nil
-        }
-        guard let reached else { return nil }
+        var next = try newestChange(ofObject: entity, pk: pk)
         var changes: [PersistentHistoryChange] = []
-        try connection.withStatement(
-            #"SELECT "entity", "pk", "type", "version", "properties", "previous" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? AND "token" > ? ORDER BY "token" DESC"#) { s throws(StoreError) in
+        while let token = next {
+            let found: (change: PersistentHistoryChange?, version: Int64?, prior: Int64?)? = try connection.withStatement(
+                #"SELECT "entity", "pk", "type", "version", "properties", "previous", "prior" FROM "_history_change" WHERE "token" = ? AND "entity" = ? AND "pk" = ?"#
+            ) { s throws(StoreError) in
+                s.bind(token, at: 1)
+                s.bindText(entity.name, at: 2)
+                s.bind(pk, at: 3)
+                guard try s.step() else { return nil }
+                return (change(from: s), s.isNull(3) ? nil : s.int64(3), s.isNull(6) ? nil : s.int64(6))
+            }
+            // A link to a pruned change: the history no longer reaches `version`.
+            guard let found else { return nil }
+            if found.version == version { return changes }
+            if let change = found.change { changes.append(change) }
+            next = found.prior
+        }
+        return nil
+    }
+
+    /// The token of the object's newest recorded change: its row's `_history`, or its
+    /// deletion's when the row is gone; nil when none is known.
+    private func newestChange(ofObject entity: Entity, pk: Int64) throws(StoreError) -> Int64? {
+        let head: Int64?? = try connection.withStatement("SELECT \(StoreSchema.historyColumn) FROM \(entity.table) WHERE \"_pk\" = ?") { s throws(StoreError) in
+            s.bind(pk, at: 1)
+            return try s.step() ? .some(s.isNull(0) ? nil : s.int64(0)) : .none
+        }
+        if let head { return head }
+        return try connection.withStatement(
+            #"SELECT max("token") FROM "_history_change" WHERE "entity" = ? AND "pk" = ? AND "type" = 3"#) { s throws(StoreError) in
             s.bindText(entity.name, at: 1)
             s.bind(pk, at: 2)
-            s.bind(reached, at: 3)
-            while try s.step() { if let change = change(from: s) { changes.append(change) } }
+            return try s.step() && !s.isNull(0) ? s.int64(0) : nil
         }
-        return changes
     }
 }

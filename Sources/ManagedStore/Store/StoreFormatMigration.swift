@@ -12,11 +12,14 @@ import Foundation
 /// - Format 4 gives history tokens without AUTOINCREMENT (pruning keeps the newest
 ///   transaction's row instead), and leaves a change's `properties` NULL: they are the names
 ///   of its `previous` values. Format 3 readers would read those rows wrong, hence a new format.
+/// - Format 5 chains each object's changes (its row's `_history`, each change's `prior`) in
+///   place of the index on (entity, pk, token) that every save wrote a random page of. Format 4
+///   writers would leave the chains stale, hence a new format.
 enum StoreFormatMigration {
     /// The format this version writes.
-    static let currentFormat = "4"
+    static let currentFormat = "5"
     /// The formats this version opens: older ones are upgraded in place, one step at a time.
-    static let readableFormats = ["1", "2", "3", currentFormat]
+    static let readableFormats = ["1", "2", "3", "4", currentFormat]
 
     /// The store's recorded format (nil when it records none) when this version reads it;
     /// otherwise the store is refused.
@@ -37,11 +40,13 @@ enum StoreFormatMigration {
                     try rebuildWithoutCollation(entity, connection)
                 }
             }
+            try addHistoryColumns(model, connection)
             if format == "1" || format == "2" {
-                // 2 -> 3 (and 4): the history starts empty; saves before the upgrade are not in it.
+                // 2 -> 3 (and on): the history starts empty; saves before the upgrade are not in it.
                 for statement in StoreSchema.historyStatements { try connection.execute(statement) }
-            } else if format == "3" {
-                try rebuildHistoryTransactionsWithoutAutoincrement(connection)
+            } else {
+                if format == "3" { try rebuildHistoryTransactionsWithoutAutoincrement(connection) }
+                try chainHistoryChanges(model, connection)
             }
             try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
                 s.bind(.string(currentFormat), at: 1)
@@ -71,6 +76,40 @@ enum StoreFormatMigration {
             """)
         try connection.execute("DROP TABLE \"_history_transaction\"")
         try connection.execute("ALTER TABLE \(replacement) RENAME TO \"_history_transaction\"")
+    }
+
+    /// -> 5: every entity table gets its `_history` column (a table rebuilt from format 1 has it already).
+    private static func addHistoryColumns(_ model: ManagedObjectModel, _ connection: SQLiteConnection) throws(StoreError) {
+        for entity in model.schema {
+            let has = try connection.scalarInt(#"SELECT count(*) FROM pragma_table_info(?) WHERE "name" = '_history'"#, [.string(entity.name)])
+            if has == 0 { try connection.execute("ALTER TABLE \(entity.table) ADD COLUMN \(StoreSchema.historyColumn) INTEGER") }
+        }
+    }
+
+    /// 3 or 4 -> 5: each object's changes chained, found through the old (entity, pk, token)
+    /// index before it goes: each row's `_history` is its object's newest change, and the change
+    /// rows move to a table with `prior`, the object's change before each one.
+    private static func chainHistoryChanges(_ model: ManagedObjectModel, _ connection: SQLiteConnection) throws(StoreError) {
+        for entity in model.schema {
+            try connection.withStatement("""
+                UPDATE \(entity.table) SET \(StoreSchema.historyColumn) = (SELECT max("token") FROM "_history_change"
+                WHERE "entity" = ? AND "pk" = \(entity.table)."_pk")
+                """) { s throws(StoreError) in
+                s.bindText(entity.name, at: 1)
+                try s.execute()
+            }
+        }
+        let replacement = "\"_ms_format5_history_change\""
+        try connection.execute(StoreSchema.historyChangeTable(named: replacement))
+        try connection.execute("""
+            INSERT INTO \(replacement) ("token", "entity", "pk", "type", "version", "properties", "previous", "prior")
+            SELECT "token", "entity", "pk", "type", "version", "properties", "previous",
+                (SELECT max(p."token") FROM "_history_change" AS p WHERE p."entity" = c."entity" AND p."pk" = c."pk" AND p."token" < c."token")
+            FROM "_history_change" AS c
+            """)
+        try connection.execute("DROP TABLE \"_history_change\"")
+        try connection.execute("ALTER TABLE \(replacement) RENAME TO \"_history_change\"")
+        for statement in StoreSchema.historyStatements where statement.hasPrefix("CREATE INDEX") { try connection.execute(statement) }
     }
 
     /// Replaces a format-1 entity table by one made as `StoreSchema` makes it today. SQLite
