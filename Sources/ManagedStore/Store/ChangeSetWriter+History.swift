@@ -1,7 +1,8 @@
 import Foundation
 
 // Writing a save's history record (`HistoryDraft`) in the same transaction as its changes, so
-// that a save and its record are committed together or not at all.
+// that a save and its record are committed together or not at all, and moving the heads of the
+// changed objects' chains (their rows' `_history`) to it.
 
 extension ChangeSetWriter {
     private static let insertTransactionSQL = PreparedSQL(
@@ -74,6 +75,55 @@ extension ChangeSetWriter {
             try stepped.get()
         }
         return token
+    }
+
+    /// Sets `_history` of the objects the record lists as changed whose rows the save wrote
+    /// nothing else in: their change was to links stored elsewhere (a join table, the other
+    /// side's foreign key).
+    func writeLinkOnlyHeads(_ heads: HistoryHeads) throws {
+        guard case let .recorded(token, _, linkOnly) = heads else { return }
+        for (entity, pk) in linkOnly {
+            try connection.withStatement(entity.setHistorySQL) { s throws(StoreError) in
+                s.bind(token, at: 1)
+                s.bind(pk, at: 2)
+                try s.execute()
+            }
+        }
+    }
+}
+
+/// What a save writes in its rows' `_history` column: the head of each object's chain of
+/// changes (`StoreSchema.historyStatements`).
+enum HistoryHeads {
+    /// The store records no history: an updated row's `_history` becomes NULL, since what this
+    /// save changed is nowhere, and a later conflict must not take the older chain for complete.
+    case off
+    /// Nothing recorded (a save that changed nothing): no head moves.
+    case unchanged
+    /// Recorded under `token`: the rows of the objects in `updated` (the record's updates that
+    /// the save also writes a row for) and of `linkOnly` (those it writes no row for) take it.
+    case recorded(token: Int64, updated: Set<ManagedObjectID>, linkOnly: [(Entity, Int64)])
+
+    init(_ changes: ChangeSet, token: Int64?) {
+        guard let draft = changes.history else { self = .off; return }
+        guard let token else { self = .unchanged; return }
+        var updated: Set<ManagedObjectID> = []
+        var linkOnly: [(Entity, Int64)] = []
+        let written = changes.updates.isEmpty ? [] : Set(changes.updates.map(\.id))
+        for entry in draft.entries where entry.type == .update {
+            guard let pk = entry.id.primaryKey else { continue }
+            if written.contains(entry.id) { updated.insert(entry.id) } else { linkOnly.append((entry.entity, pk)) }
+        }
+        self = .recorded(token: token, updated: updated, linkOnly: linkOnly)
+    }
+
+    /// What the UPDATE of `id`'s row sets `_history` to: nil leaves it as it is.
+    func head(of id: ManagedObjectID) -> AttributeValue? {
+        switch self {
+        case .off: return .null
+        case .unchanged: return nil
+        case let .recorded(token, updated, _): return updated.contains(id) ? .integer(token) : nil
+        }
     }
 }
 
