@@ -109,7 +109,7 @@ enum StoreFormatMigration {
             """)
         try connection.execute("DROP TABLE \"_history_change\"")
         try connection.execute("ALTER TABLE \(replacement) RENAME TO \"_history_change\"")
-        for statement in StoreSchema.historyStatements where statement.hasPrefix("CREATE INDEX") { try connection.execute(statement) }
+        try connection.execute(StoreSchema.historyDeletionIndex)
     }
 
     /// Replaces a format-1 entity table by one made as `StoreSchema` makes it today. SQLite

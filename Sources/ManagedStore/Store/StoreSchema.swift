@@ -40,8 +40,12 @@ enum StoreSchema {
     static let historyStatements = [
         historyTransactionTable(named: "\"_history_transaction\""),
         historyChangeTable(named: "\"_history_change\""),
-        "CREATE INDEX \"_history_change_deleted\" ON \"_history_change\" (\"entity\", \"pk\") WHERE \"type\" = 3",
+        historyDeletionIndex,
     ]
+
+    /// Finds a deleted object's deletion (it has no row to hold its chain's head).
+    static let historyDeletionIndex =
+        "CREATE INDEX \"_history_change_deleted\" ON \"_history_change\" (\"entity\", \"pk\") WHERE \"type\" = 3"
 
     /// The column of every entity table that holds the token of its object's last recorded
     /// change (NULL: none, or not known: saved while history was off).

@@ -21,8 +21,8 @@ final class RequestState: @unchecked Sendable {
     /// Why the body is being discarded as it arrives, answered once it has ended.
     var refusal: Problem?
     var response: HTTPResponse?
-    /// Makes the response, on the MHD thread that sends it, once the connection resumes: an
-    /// answer given from the write queue's thread leaves the encoding to the front.
+    /// Makes the answer of a suspended request, on the MHD thread that sends it, once the
+    /// connection resumes (`DeferredResponse`); `response` then holds it.
     var makeResponse: (@Sendable () -> HTTPResponse)?
     /// Resumed without an answer: close the connection (a shutdown that could not wait for
     /// the request's outcome says nothing rather than something untrue).
@@ -58,17 +58,15 @@ public final class DeferredResponse: @unchecked Sendable {
         self.server = server
     }
 
-    /// Sends `response`: stores it and resumes the connection, whose MHD thread queues it.
-    /// Returns false when the request was answered (or abandoned) already.
+    /// Sends `response`: resumes the connection, whose MHD thread queues it. Returns false when
+    /// the request was answered (or abandoned) already.
     @discardableResult
     public func complete(_ response: HTTPResponse) -> Bool {
-        guard claim() else { return false }
-        state.response = response
-        server.resume(connection, state: state)
-        return true
+        complete { response }
     }
 
-    /// Resumes the connection and has its MHD thread call `make` for the response. For an
+    /// Resumes the connection and has its MHD thread call `make` for the response (false when
+    /// the request was answered or abandoned already). For an
     /// answerer whose own thread is the bottleneck (the write queue): building and encoding the
     /// answer moves to the front threads, with no hop through another queue in between.
     @discardableResult
