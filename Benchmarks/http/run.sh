@@ -22,11 +22,13 @@ cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 trap cleanup EXIT
 gcc -O2 -o "$WORK/ceiling" Benchmarks/http/ceiling.c $(pkg-config --cflags --libs libmicrohttpd)
 gcc -O2 -o "$WORK/raw_insert" Benchmarks/http/raw_insert.c $(pkg-config --cflags --libs sqlite3)
+gcc -O2 -o "$WORK/write_ceiling" Benchmarks/http/write_ceiling.c $(pkg-config --cflags --libs libmicrohttpd sqlite3) -lpthread
 
 echo "seeding $TASKS tasks..." >&2
 "$BIN" demo --store "$WORK/store.sqlite" --tasks "$TASKS" --batch 10000 >/dev/null
 cp "$WORK/store.sqlite" "$WORK/store-nogroup.sqlite"
 cp "$WORK/store.sqlite" "$WORK/store-nohistory.sqlite"
+cp "$WORK/store.sqlite" "$WORK/store-c.sqlite"
 
 wait_for() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/${2:-}" && return 0; sleep 0.1; done; echo "port $1 did not answer" >&2; exit 1; }
 
@@ -34,7 +36,8 @@ wait_for() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1
 "$BIN" serve --demo --store "$WORK/store.sqlite" --port 18101 --durability full >/dev/null & PIDS+=($!)
 "$BIN" serve --demo --store "$WORK/store-nogroup.sqlite" --port 18102 --durability full --no-group-commit >/dev/null & PIDS+=($!)
 "$BIN" serve --demo --store "$WORK/store-nohistory.sqlite" --port 18103 --durability full --no-history >/dev/null & PIDS+=($!)
-wait_for 18100; wait_for 18101 v1/readyz; wait_for 18102 v1/readyz; wait_for 18103 v1/readyz
+"$WORK/write_ceiling" 18104 "$WORK/store-c.sqlite" store >/dev/null & PIDS+=($!)
+wait_for 18100; wait_for 18104; wait_for 18101 v1/readyz; wait_for 18102 v1/readyz; wait_for 18103 v1/readyz
 
 # run NAME URL [wrk options...]: one bounded wrk run; leaves its report in $WORK/NAME.txt.
 run() {
@@ -49,6 +52,7 @@ run fetch    http://127.0.0.1:18101 -c"$CONNECTIONS" -s $S/fetch_where.lua
 run post     http://127.0.0.1:18101 -c64 -s $S/post_insert.lua
 run post-no-history http://127.0.0.1:18103 -c64 -s $S/post_insert.lua
 run post-one-commit-each http://127.0.0.1:18102 -c64 -s $S/post_insert.lua
+run post-c-ceiling http://127.0.0.1:18104 -c64 -s $S/post_insert.lua
 echo "running raw SQLite, one INSERT per COMMIT..." >&2
 case $DURATION in  # wrk's duration (10s, 1m) in seconds
   *m) RAW_SECONDS=$(( ${DURATION%m} * 60 )) ;;
@@ -85,6 +89,7 @@ rows = [("ceiling", "(1) C libmicrohttpd, fixed 200-byte JSON"), ("get", "(2) GE
         ("fetch", "(3) GET ?where=2 clauses&limit=20"), ("post", "(4) POST insert, 64 connections, group commit"),
         ("post-no-history", "(4h) (4) with history off (--no-history)"),
         ("post-one-commit-each", "(4') POST insert, 64 connections, one commit per request"),
+        ("post-c-ceiling", "(4c) (4)'s SQL from C: write_ceiling.c, same daemon, no JSON or objects"),
         ("patch", "(5) PATCH with If-Match, random objects"), ("patch-no-history", "(5h) (5) with history off (--no-history)"),
         ("get-under-writes", "(6) (2) while 64 connections insert")]
 r = {name: parse(name) for name, _ in rows}
@@ -101,6 +106,8 @@ raw = float((work / "raw.txt").read_text())
 print(f"- (4) / (4h) = {r['post'][0] / r['post-no-history'][0]:.2f}, (5) / (5h) = {r['patch'][0] / r['patch-no-history'][0]:.2f}"
       "  (history's cost; target 0.75 or better: under 25% slower)")
 print(f"- (7) raw SQLite, one INSERT per COMMIT, synchronous=FULL: {raw:,.0f}/s; (4) / (7) = {r['post'][0] / raw:.1f}x  (target 5x or better)")
+print(f"- (4c) / (7) = {r['post-c-ceiling'][0] / raw:.1f}x, (4) / (4c) = {r['post'][0] / r['post-c-ceiling'][0]:.2f}"
+      "  (the same statements and group commit in C, without JSON, validation or managed objects)")
 import json
 f = json.loads((work / "fanout.json").read_text())
 print(f"- (8) change feed, {f['pollers']} long-pollers, {f['writes']} writes at {f['rate']:.0f}/s: {f['deliveries']:,} deliveries, "
