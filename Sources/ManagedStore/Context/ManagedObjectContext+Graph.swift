@@ -210,6 +210,7 @@ extension ManagedObjectContext {
         guard !object.isDeleted else { return }
         object.fireFaultIfNeeded()
         object.isDeleted = true
+        if observers.isObserved { noteForObservers(\.deleted, object.objectID) }
         // An object inserted since the last save is not written at all, but it stays
         // registered until the save: its delete rules are checked like any other's (a deny
         // still refuses), and whoever still points at it learns that it is deleted.

@@ -22,7 +22,12 @@ extension ManagedObjectContext {
     public func save(mergePolicy: MergePolicy? = nil) throws(SaveError) -> SavedChanges {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
-        guard let pinned = pinnedGeneration else { return try saveOnLatestState(mergePolicy: mergePolicy) }
+        tellWillSave()
+        guard let pinned = pinnedGeneration else {
+            let saved = try saveOnLatestState(mergePolicy: mergePolicy)
+            tellDidSave(saved)
+            return saved
+        }
         pinnedGeneration = nil
         let saved: SavedChanges
         do { saved = try saveOnLatestState(mergePolicy: mergePolicy) } catch {
@@ -31,6 +36,7 @@ extension ManagedObjectContext {
         }
         pinnedGeneration = pinned
         advancePinnedGeneration()
+        tellDidSave(saved)
         return saved
     }
 

@@ -70,6 +70,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// (KeyOrderedFetch.swift); tests lower it to reach that hand-over with little data.
     var keyOrderScanBudget: Int32 = ManagedObjectContext.defaultKeyOrderScanBudget
 
+    /// Who hears of this context's changes and saves (ContextNotification.swift).
+    let observers = ContextObservers()
+    /// Changes made since the last objects-did-change notification, gathered only while the
+    /// context has observers; `hasUnprocessedChanges` says whether there are any, cheaply.
+    @exclusivity(unchecked) var unprocessedChanges = UnprocessedChanges()
+    @exclusivity(unchecked) var hasUnprocessedChanges = false
+    /// `automaticallyMergesChangesFromParent`'s storage.
+    @exclusivity(unchecked) var mergesAutomatically = false
+
     /// Reads go through the writer connection instead of the reader pool, so that they see
     /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).
     public let readsThroughWriter: Bool
@@ -109,7 +118,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try RunningContext.run(self, body) })
+                continuation.resume(with: Result { try self.runBlock(body) })
             }
         }
     }
@@ -117,7 +126,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Runs `body` on the context's queue and returns its result [perform(_:)].
     public func perform<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: RunningContext.run(self, body)) }
+            queue.async { continuation.resume(returning: self.runBlock(body)) }
         }
     }
 
@@ -150,7 +159,16 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// cost several thousand instructions per call.
     @usableFromInline
     func runOnQueue(_ block: () -> Void) {
-        queue.sync { RunningContext.run(self, block) }
+        queue.sync { runBlock(block) }
+    }
+
+    /// Runs the outermost block of a `perform` or `performAndWait` with the thread marked as
+    /// running this context, then tells observers what the block changed.
+    func runBlock<T>(_ body: () throws -> T) rethrows -> T {
+        try RunningContext.run(self) {
+            defer { if hasUnprocessedChanges { processUnprocessedChanges() } }
+            return try body()
+        }
     }
 
     // MARK: State
@@ -209,6 +227,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func noteUpdated(_ object: ManagedObject) {
+        if observers.isObserved { noteForObservers(\.updated, object.objectID) }
         if !object.isListedAsUpdated {
             object.isListedAsUpdated = true
             updatedList.append(object)
@@ -220,6 +239,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     func noteTouched(_ object: ManagedObject) {
+        if observers.isObserved && !object.isInserted { noteForObservers(\.updated, object.objectID) }
         if !object.isListedAsTouched && !object.isInserted {
             object.isListedAsTouched = true
             touchedList.append(object)
@@ -240,6 +260,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.isInserted = true
         insertedList.append(object)
         register(object)
+        if observers.isObserved { noteForObservers(\.inserted, id) }
         return object
     }
 
@@ -345,7 +366,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.isFault = false
     }
 
-    private func markInaccessible(_ object: ManagedObject) {
+    func markInaccessible(_ object: ManagedObject) {
         object.prefetchedRow = nil
         object.isInaccessible = true
         object.attributes = object.entity.attributes.map { _ in .null }
@@ -366,6 +387,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty
             && discardedInsertList.isEmpty && baseVersionList.isEmpty && deletionEffects.isEmpty { return }
         generation += 1  // detaches every object handed out so far, in O(1)
+        if observers.isObserved {
+            unprocessedChanges = UnprocessedChanges()
+            unprocessedChanges.invalidatedAll = true
+            hasUnprocessedChanges = true
+        }
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
         insertedList.removeAll(keepingCapacity: true)
@@ -382,12 +408,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// and deleted ones return to their last read or saved state.
     public func rollback() {
         assertOnQueue()
+        let observed = observers.isObserved
         for object in insertedList + discardedInsertList where object.isInserted {
             object.isDetached = true
             registered[object.objectID] = nil
+            if observed { noteForObservers(\.invalidated, object.objectID) }
         }
         for object in updatedList + deletedList + touchedList where !object.isInserted {
             restoreCommittedState(object)
+            if observed { noteForObservers(\.refreshed, object.objectID) }
         }
         for object in baseVersionList { object.claimedBaseVersion = nil }
         baseVersionList = []
@@ -419,6 +448,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assertOnQueue()
         precondition(object.context === self, "refresh: \(object.objectID) belongs to another context")
         guard !object.isInserted, !object.isDeleted, let pk = object.objectID.primaryKey else { return }
+        if observers.isObserved { noteForObservers(\.refreshed, object.objectID) }
         if !mergeChanges || object.isFault {
             let hadChanges = object.isUpdated
             object.changedAttributes = []

@@ -19,6 +19,8 @@ public final class PersistentStoreCoordinator: Sendable {
     private let commits = Atomic<Int>(0)
     /// Called after every COMMIT (`addCommitObserver`).
     private let commitObservers = Mutex<[@Sendable () -> Void]>([])
+    /// Contexts that merge every other context's save (`automaticallyMergesChangesFromParent`).
+    let mergingContexts = Mutex<[ObjectIdentifier: WeakContextReference]>([:])
 
     /// Opens (or creates) the store. A store made from another model is refused.
     public init(model: ManagedObjectModel, store: StoreDescription) throws(StoreError) {

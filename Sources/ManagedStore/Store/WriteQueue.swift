@@ -217,6 +217,9 @@ public final class GroupCommit {
     let connection: SQLiteConnection
     /// Savepoints released (writes kept) since `markUnit`.
     private var released = 0
+    /// Saves written into the transaction, for the contexts that merge automatically: told
+    /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
+    var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
 
     init(connection: SQLiteConnection) { self.connection = connection }
 
@@ -227,6 +230,7 @@ public final class GroupCommit {
     /// Does nothing while the transaction is intact.
     public func restart() throws(StoreError) {
         guard !connection.isInTransaction else { return }
+        committedSaves = []  // undone with the transaction SQLite rolled back
         try connection.cachedStatement("BEGIN IMMEDIATE").execute()
     }
 
@@ -263,6 +267,7 @@ extension PersistentStoreCoordinator {
                 if connection.isInTransaction {
                     try connection.cachedStatement("COMMIT").execute()
                     didCommit(connection)
+                    for save in group.committedSaves { deliverSave(save.saved, from: save.origin) }
                 }
                 return result
             } catch {

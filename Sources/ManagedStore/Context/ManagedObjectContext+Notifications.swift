@@ -1,0 +1,174 @@
+// Telling observers what a context did, and taking in what other contexts saved.
+
+extension ManagedObjectContext {
+    // MARK: Observing
+
+    /// Calls `observer` with each of this context's notifications, on the context's queue,
+    /// until the returned observation is cancelled. May be called from any thread.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (ContextNotification) -> Void) -> ContextObservation {
+        let observers = self.observers
+        let id = observers.add(observer)
+        return ContextObservation(id: id, context: ObjectIdentifier(self)) { observers.remove(id) }
+    }
+
+    /// Stops the notifications of `observation` [removeObserver(_:)].
+    public func removeObserver(_ observation: ContextObservation) {
+        precondition(observation.context == ObjectIdentifier(self), "removeObserver: the observation belongs to another context")
+        observers.remove(observation.id)
+    }
+
+    /// This context's notifications as an asynchronous sequence, from now until the consuming
+    /// task stops iterating (or is cancelled). None is dropped: the stream buffers what the
+    /// consumer has not read yet.
+    public func notifications() -> AsyncStream<ContextNotification> {
+        let (stream, continuation) = AsyncStream<ContextNotification>.makeStream(bufferingPolicy: .unbounded)
+        let observation = addObserver { notification in continuation.yield(notification) }
+        continuation.onTermination = { _ in observation.cancel() }
+        return stream
+    }
+
+    /// Tells observers now what changed since they last heard [processPendingChanges()]. Runs by
+    /// itself at the end of each outermost `perform` / `performAndWait` block and before a save.
+    public func processPendingChanges() {
+        assertOnQueue()
+        if hasUnprocessedChanges { processUnprocessedChanges() }
+    }
+
+    func processUnprocessedChanges() {
+        let changes = unprocessedChanges.notice()
+        unprocessedChanges = UnprocessedChanges()
+        hasUnprocessedChanges = false
+        if !changes.isEmpty { observers.post(.objectsDidChange(changes)) }
+    }
+
+    /// Adds `id` to one list of the next objects-did-change notification. Callers check
+    /// `observers.isObserved` first: a context nobody observes gathers nothing.
+    func noteForObservers(_ list: WritableKeyPath<UnprocessedChanges, Set<ManagedObjectID>>, _ id: ManagedObjectID) {
+        unprocessedChanges[keyPath: list].insert(id)
+        hasUnprocessedChanges = true
+    }
+
+    // MARK: Saves
+
+    /// Before a save: pending changes are told, then will-save, if there is anything to save.
+    func tellWillSave() {
+        if hasUnprocessedChanges { processUnprocessedChanges() }
+        if observers.isObserved && (hasChanges || !baseVersionList.isEmpty) { observers.post(.willSave) }
+    }
+
+    /// After a save that wrote something: did-save to this context's observers, and the save to
+    /// the contexts that merge automatically (after the group's COMMIT, inside a group commit).
+    func tellDidSave(_ saved: SavedChanges) {
+        guard !saved.isEmpty else { return }
+        if observers.isObserved { observers.post(.didSave(saved)) }
+        coordinator.announceSave(saved, from: self)
+    }
+
+    // MARK: Merging
+
+    /// Whether saves of other contexts on the coordinator are merged into this one as they
+    /// commit, on its queue [automaticallyMergesChangesFromParent]. The context is the root of
+    /// its own chain, so its "parent" is the store: every other context's committed save
+    /// reaches it. Off by default.
+    public var automaticallyMergesChangesFromParent: Bool {
+        get { assertOnQueue(); return mergesAutomatically }
+        set {
+            assertOnQueue()
+            guard newValue != mergesAutomatically else { return }
+            mergesAutomatically = newValue
+            coordinator.setMergesAutomatically(self, newValue)
+        }
+    }
+
+    /// Takes in another context's save [mergeChanges(fromContextDidSave:)]. Registered objects
+    /// the save updated take in the store's current values and version, keeping this context's
+    /// own unsaved changes on top (`refresh(_:mergeChanges: true)`); faults need nothing, they
+    /// read the store when used. Registered objects the save deleted lose their changes and
+    /// become inaccessible (as if their row had vanished before they were read). Observers hear
+    /// of both in an objects-did-change notification (refreshed and invalidated). A context
+    /// pinned to a query generation moves to the current one first.
+    public func mergeChanges(fromContextDidSave saved: SavedChanges) {
+        assertOnQueue()
+        precondition(snapshotConnection == nil, "mergeChanges inside performInSnapshot: merge after the block")
+        advancePinnedGeneration()
+        let observed = observers.isObserved
+        for id in saved.deleted {
+            guard let object = lookup(id), !object.isInserted else { continue }
+            forgetPendingChanges(of: object)
+            markInaccessible(object)
+            if observed { noteForObservers(\.invalidated, id) }
+        }
+        for id in saved.updated {
+            guard let object = lookup(id), !object.isFault, !object.isInserted, !object.isDeleted, !object.isInaccessible else { continue }
+            refresh(object, mergeChanges: true)
+        }
+        if hasUnprocessedChanges { processUnprocessedChanges() }
+    }
+
+    /// Merges a save made elsewhere (another process, another coordinator on the same store, a
+    /// batch request), known only by its object IDs, into each of `contexts`, on each one's
+    /// queue, waiting for all [mergeChanges(fromRemoteContextSave:into:)].
+    public static func mergeChanges(fromRemoteContextSave saved: SavedChanges, into contexts: [ManagedObjectContext]) {
+        for context in contexts {
+            context.performAndWait { context.mergeChanges(fromContextDidSave: saved) }
+        }
+    }
+
+    /// The save's pending changes to `object` are dropped: its row is gone.
+    private func forgetPendingChanges(of object: ManagedObject) {
+        if object.isListedAsUpdated { updatedList.removeAll { $0 === object } }
+        if object.isListedAsTouched { touchedList.removeAll { $0 === object } }
+        if object.isDeleted {
+            deletedList.removeAll { $0 === object }
+            deletionEffects[ObjectIdentifier(object)] = nil
+        }
+        baseVersionList.removeAll { $0 === object }
+        object.claimedBaseVersion = nil
+        restoreCommittedState(object)  // clears the change marks; markInaccessible sets the values
+    }
+
+    /// Runs `body` on the context's queue later, as an outermost block, without waiting.
+    func performLater(_ body: @escaping @Sendable () -> Void) {
+        queue.async { self.runBlock(body) }
+    }
+}
+
+// MARK: The coordinator's side of automatic merging
+
+/// A context that merges automatically, held weakly: the coordinator must not keep it alive.
+///
+/// `@unchecked Sendable`: the reference is set once, in `init`, and Swift's weak loads are
+/// thread-safe; the context itself is Sendable.
+final class WeakContextReference: @unchecked Sendable {
+    weak var context: ManagedObjectContext?
+    init(_ context: ManagedObjectContext) { self.context = context }
+}
+
+extension PersistentStoreCoordinator {
+    func setMergesAutomatically(_ context: ManagedObjectContext, _ merges: Bool) {
+        mergingContexts.withLock { contexts in
+            contexts = contexts.filter { $0.value.context != nil }
+            contexts[ObjectIdentifier(context)] = merges ? WeakContextReference(context) : nil
+        }
+    }
+
+    /// A context's save wrote something: every other context that merges automatically takes
+    /// it in, on its own queue, once it is committed. Inside a group commit that is after the
+    /// group's COMMIT (`GroupCommit.committedSaves`); a group SQLite rolls back forgets them.
+    func announceSave(_ saved: SavedChanges, from origin: ManagedObjectContext) {
+        guard mergingContexts.withLock({ !$0.isEmpty }) else { return }
+        if let group = writer.currentGroup {
+            group.committedSaves.append((saved, ObjectIdentifier(origin)))
+        } else {
+            deliverSave(saved, from: ObjectIdentifier(origin))
+        }
+    }
+
+    func deliverSave(_ saved: SavedChanges, from origin: ObjectIdentifier) {
+        let targets = mergingContexts.withLock { contexts in contexts.compactMap { $0.key == origin ? nil : $0.value.context } }
+        for context in targets {
+            context.performLater { context.mergeChanges(fromContextDidSave: saved) }
+        }
+    }
+}
