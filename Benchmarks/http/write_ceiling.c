@@ -27,7 +27,7 @@ enum { body_limit = 1024 };
 struct request {
   char body[body_limit];
   size_t length;
-  int queued, answered;
+  int queued;
   struct MHD_Connection *connection;
   struct request *next;
 };
@@ -99,7 +99,6 @@ static void *writer(void *unused) {
     }
     for (struct request *r = group, *next; r != NULL; r = next) {
       next = r->next; /* r may be freed once its connection is resumed */
-      r->answered = 1;
       MHD_resume_connection(r->connection);
     }
   }

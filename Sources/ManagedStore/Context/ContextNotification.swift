@@ -75,7 +75,8 @@ struct UnprocessedChanges {
 /// queue, from a copy taken under the lock, so an observer may add or remove observers.
 final class ContextObservers: Sendable {
     typealias Observer = @Sendable (ContextNotification) -> Void
-    private let observers = Mutex<(next: UInt64, byID: [UInt64: Observer])>((0, [:]))
+    /// In the order they were added, which is the order they are called in.
+    private let observers = Mutex<(next: UInt64, list: [(id: UInt64, observer: Observer)])>((0, []))
     /// How many observers there are, read without the lock on every change of an object: a
     /// context nobody observes gathers nothing.
     private let count = Atomic<Int>(0)
@@ -85,23 +86,23 @@ final class ContextObservers: Sendable {
     func add(_ observer: @escaping Observer) -> UInt64 {
         observers.withLock { state in
             state.next += 1
-            state.byID[state.next] = observer
-            count.store(state.byID.count, ordering: .relaxed)
+            state.list.append((state.next, observer))
+            count.store(state.list.count, ordering: .relaxed)
             return state.next
         }
     }
 
     func remove(_ id: UInt64) {
         observers.withLock { state in
-            state.byID[id] = nil
-            count.store(state.byID.count, ordering: .relaxed)
+            state.list.removeAll { $0.id == id }
+            count.store(state.list.count, ordering: .relaxed)
         }
     }
 
     /// Calls every observer with `notification`, in the order they were added.
     func post(_ notification: ContextNotification) {
-        let current = observers.withLock { state in state.byID.sorted { $0.key < $1.key }.map(\.value) }
-        for observer in current { observer(notification) }
+        let current = observers.withLock { state in state.list }
+        for entry in current { entry.observer(notification) }
     }
 }
 

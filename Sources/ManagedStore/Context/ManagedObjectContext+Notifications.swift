@@ -32,13 +32,14 @@ extension ManagedObjectContext {
     /// itself at the end of each outermost `perform` / `performAndWait` block and before a save.
     public func processPendingChanges() {
         assertOnQueue()
-        if hasUnprocessedChanges { processUnprocessedChanges() }
+        tellUnprocessedChanges()
     }
 
-    func processUnprocessedChanges() {
+    /// Sends the objects-did-change notification of the changes gathered so far, if any.
+    func tellUnprocessedChanges() {
+        guard !unprocessedChanges.isEmpty else { return }
         let changes = unprocessedChanges.notice()
         unprocessedChanges = UnprocessedChanges()
-        hasUnprocessedChanges = false
         if !changes.isEmpty { observers.post(.objectsDidChange(changes)) }
     }
 
@@ -46,14 +47,13 @@ extension ManagedObjectContext {
     /// `observers.isObserved` first: a context nobody observes gathers nothing.
     func noteForObservers(_ list: WritableKeyPath<UnprocessedChanges, Set<ManagedObjectID>>, _ id: ManagedObjectID) {
         unprocessedChanges[keyPath: list].insert(id)
-        hasUnprocessedChanges = true
     }
 
     // MARK: Saves
 
     /// Before a save: pending changes are told, then will-save, if there is anything to save.
     func tellWillSave() {
-        if hasUnprocessedChanges { processUnprocessedChanges() }
+        tellUnprocessedChanges()
         if observers.isObserved && (hasChanges || !baseVersionList.isEmpty) { observers.post(.willSave) }
     }
 
@@ -103,7 +103,7 @@ extension ManagedObjectContext {
             guard let object = lookup(id), !object.isFault, !object.isInserted, !object.isDeleted, !object.isInaccessible else { continue }
             refresh(object, mergeChanges: true)
         }
-        if hasUnprocessedChanges { processUnprocessedChanges() }
+        tellUnprocessedChanges()
     }
 
     /// Merges a save made elsewhere (another process, another coordinator on the same store, a
@@ -138,10 +138,9 @@ extension ManagedObjectContext {
 
 /// A context that merges automatically, held weakly: the coordinator must not keep it alive.
 ///
-/// `@unchecked Sendable`: the reference is set once, in `init`, and Swift's weak loads are
-/// thread-safe; the context itself is Sendable.
-final class WeakContextReference: @unchecked Sendable {
-    weak var context: ManagedObjectContext?
+/// Sendable: the reference never changes after `init` (`weak let`), and the context is Sendable.
+final class WeakContextReference: Sendable {
+    weak let context: ManagedObjectContext?
     init(_ context: ManagedObjectContext) { self.context = context }
 }
 

@@ -73,9 +73,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Who hears of this context's changes and saves (ContextNotification.swift).
     let observers = ContextObservers()
     /// Changes made since the last objects-did-change notification, gathered only while the
-    /// context has observers; `hasUnprocessedChanges` says whether there are any, cheaply.
+    /// context has observers.
     @exclusivity(unchecked) var unprocessedChanges = UnprocessedChanges()
-    @exclusivity(unchecked) var hasUnprocessedChanges = false
     /// `automaticallyMergesChangesFromParent`'s storage.
     @exclusivity(unchecked) var mergesAutomatically = false
 
@@ -166,7 +165,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// running this context, then tells observers what the block changed.
     func runBlock<T>(_ body: () throws -> T) rethrows -> T {
         try RunningContext.run(self) {
-            defer { if hasUnprocessedChanges { processUnprocessedChanges() } }
+            defer { tellUnprocessedChanges() }
             return try body()
         }
     }
@@ -390,7 +389,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if observers.isObserved {
             unprocessedChanges = UnprocessedChanges()
             unprocessedChanges.invalidatedAll = true
-            hasUnprocessedChanges = true
         }
         // Keep the capacity: a context reset between batches of an import fills up again at once.
         registered.removeAll(keepingCapacity: true)
