@@ -247,6 +247,20 @@ public final class GroupCommit {
         released += 1
         return result
     }
+
+    /// Runs `body`, which may save several times, in one savepoint of the group: if it throws,
+    /// none of its saves is kept, counted as written, or told to merging contexts.
+    func inAtomicSection<T>(_ body: () throws -> T) throws -> T {
+        let releasedBefore = released
+        let savesBefore = committedSaves.count
+        do {
+            return try connection.inSavepoint("section", body)
+        } catch {
+            released = releasedBefore
+            if committedSaves.count > savesBefore { committedSaves.removeSubrange(savesBefore...) }
+            throw error
+        }
+    }
 }
 
 extension PersistentStoreCoordinator {
