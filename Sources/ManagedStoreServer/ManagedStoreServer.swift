@@ -7,6 +7,8 @@ public final class ManagedStoreServer: Sendable {
     public let http: HTTPServer
 
     public init(coordinator: PersistentStoreCoordinator, service configuration: ServiceConfiguration, http: HTTPServer.Configuration) {
+        var configuration = configuration
+        configuration.maxBodyBytes = http.maxBodyBytes  // one limit for bodies and NDJSON lines
         self.service = ManagedStoreService(coordinator: coordinator, configuration: configuration)
         self.http = HTTPServer(configuration: http, handler: service)
     }

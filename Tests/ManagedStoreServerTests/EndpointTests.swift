@@ -119,14 +119,11 @@ struct EndpointTests {
         #expect(try harness.request("GET", "/v1/objects/Task/1").json?["done"] as? Bool == true)
     }
 
-    @Test("not-yet-implemented features answer 501, batch writes without where 400, merge policies by name")
-    func notImplemented() throws {
+    @Test("batch writes without where are 400, merge policies by name")
+    func batchWithoutWhere() throws {
         let harness = try ServerHarness()
         func code(_ r: RawHTTPClient.Response) -> String? { r.json?["code"] as? String }
         #expect(try harness.request("GET", "/v1/changes?since=0").status == 200, "the change feed is implemented")
-        #expect(code(try harness.request("POST", "/v1/objects/Task", json: #"[{"title": "a"}]"#)) == "not-implemented")
-        #expect(code(try harness.request("PATCH", "/v1/objects/Task?where=TRUEPREDICATE", json: #"{"done": true}"#)) == "not-implemented")
-        #expect(code(try harness.request("DELETE", "/v1/objects/Task?where=TRUEPREDICATE")) == "not-implemented")
         let noWhere = try harness.request("DELETE", "/v1/objects/Task")
         #expect(noWhere.status == 400 && code(noWhere) == "bad-request")
         #expect(try harness.request("PATCH", "/v1/objects/Task", json: #"{"done": true}"#).status == 400)

@@ -45,7 +45,7 @@ struct ErrorTests {
         Self.check(try harness.request("POST", "/v1/objects/Task", headers: [("Content-Type", "text/plain")]), 415, "unsupported-media-type")
         Self.check(try harness.request("PUT", "/v1/objects/Task"), 405, "method-not-allowed")
         Self.check(try harness.request("POST", "/v1/objects/Task/1", json: "{}"), 405, "method-not-allowed")
-        Self.check(try harness.request("DELETE", "/v1/objects/Task?where=TRUEPREDICATE"), 501, "not-implemented")
+        Self.check(try harness.request("DELETE", "/v1/objects/Tag?where=TRUEPREDICATE"), 422, "validation")
         try harness.coordinator.deleteHistory(before: PersistentHistoryToken(rawValue: 3))
         Self.check(try harness.request("GET", "/v1/changes?since=1"), 410, "gone")
         #expect(try harness.counts() == before)

@@ -46,6 +46,14 @@ final class ServerHarness: @unchecked Sendable {
         return try client.request(method, path, headers: headers)
     }
 
+    /// Every task's title, read straight from the store.
+    func taskTitles() throws -> Set<String> {
+        let context = ManagedObjectContext(coordinator: coordinator, name: "check")
+        return try context.performAndWait {
+            Set(try context.fetch(FetchRequest(entityName: "Task")).compactMap { $0.value("title", as: String.self) })
+        }
+    }
+
     /// Row counts of every entity, read straight from the store: "the store is unchanged" checks.
     func counts() throws -> [String: Int] {
         let context = ManagedObjectContext(coordinator: coordinator, name: "check")

@@ -25,12 +25,6 @@ struct StoreLimitsTests {
         return results.all
     }
 
-    private func storedTitles(_ harness: ServerHarness) throws -> Set<String> {
-        let context = ManagedObjectContext(coordinator: harness.coordinator, name: "check")
-        return try context.performAndWait {
-            Set(try context.fetch(FetchRequest(entityName: "Task")).compactMap { $0.value("title", as: String.self) })
-        }
-    }
 
     @Test("a store that fills up inside group commits: each request is answered by what really happened to it")
     func diskFullInsideGroups() throws {
@@ -46,7 +40,7 @@ struct StoreLimitsTests {
         #expect(created.count > 20, "some writes fit")
         #expect(!refused.isEmpty, "the store filled up")
         #expect(refused.allSatisfy { $0.status == 503 }, "\(Set(refused.map(\.status)))")
-        #expect(try storedTitles(harness) == created, "stored exactly what was answered 201")
+        #expect(try harness.taskTitles() == created, "stored exactly what was answered 201")
         #expect(try harness.coordinator.checkIntegrity().isEmpty)
         // With room again, writes go on.
         try harness.coordinator.writer.withConnection { connection in _ = try connection.scalarInt("PRAGMA max_page_count = 1000000") }
@@ -99,7 +93,7 @@ struct StoreLimitsTests {
         }
         #expect(!created.isEmpty && !refused.isEmpty)
         #expect(refused.contains { $0.hasPrefix("boom") })
-        #expect(try storedTitles(harness) == created, "stored exactly what was answered 201")
+        #expect(try harness.taskTitles() == created, "stored exactly what was answered 201")
     }
 
     @Test("the WAL stays under 16 MiB through 20,000 POST+GET pairs")

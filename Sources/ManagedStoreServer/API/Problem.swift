@@ -21,6 +21,12 @@ struct Problem: Error, Sendable {
         return HTTPResponse(status: status, headers: [("Content-Type", "application/problem+json")] + headers, body: writer.bytes)
     }
 
+    /// The same problem about one part of the request (an item of an array, a line of a
+    /// stream): its detail begins with `part`, and `member` is added to the body.
+    func about(_ part: String, _ member: (String, JSONValue)) -> Problem {
+        Problem(status: status, code: code, title: title, detail: "\(part): \(detail)", extra: extra + [member], headers: headers)
+    }
+
     static func badRequest(_ detail: String) -> Problem { Problem(status: 400, code: "bad-request", title: "Bad request", detail: detail) }
     static func invalidJSON(_ detail: String) -> Problem { Problem(status: 400, code: "invalid-json", title: "Invalid JSON", detail: detail) }
     static func unknownEntity(_ name: String) -> Problem {

@@ -14,6 +14,10 @@ public struct ServiceConfiguration: Sendable {
     public var queryTimeout: Duration = .seconds(5)
     /// How long the persistent history is kept (pruned on a timer).
     public var historyRetention: HistoryRetention.Setting = .sevenDays
+    /// The largest request body; for an NDJSON import (never held whole) the longest line, and
+    /// the most an `?atomic=true` import may hold. `ManagedStoreServer` sets it from the HTTP
+    /// configuration.
+    public var maxBodyBytes = 8_388_608
 
     public init() {}
 }
@@ -67,6 +71,19 @@ public final class ManagedStoreService: HTTPRequestHandler {
     }
 
     var model: ManagedObjectModel { coordinator.model }
+
+    /// An NDJSON batch insert is read as it arrives (`NDJSONImport`). Anything about it that is
+    /// wrong before the body (an unknown entity, a bad parameter) is left to `handle`, which
+    /// answers it after the body.
+    public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? {
+        guard request.method == "POST", request.mediaType == "application/x-ndjson" else { return nil }
+        let segments = request.pathSegments
+        guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]),
+              let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)
+        else { return nil }
+        return NDJSONImport(entity: entity, coordinator: coordinator, writes: writes, policy: policy, author: parser.author(request),
+                            atomic: atomic, byteLimit: configuration.maxBodyBytes)
+    }
 
     public func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome {
         do {
@@ -124,11 +141,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(try reads.fetch(request, entity: entity))
         case "POST":
             return enqueue(try parser.insert(request, entity: entity))
-        case "PATCH", "DELETE":
-            guard request.queryValue("where") != nil else {
-                throw Problem.badRequest("batch \(request.method == "PATCH" ? "update" : "delete") needs ?where=…; ask for every object with where=TRUEPREDICATE")
-            }
-            throw Problem.notImplemented("batch \(request.method == "PATCH" ? "update" : "delete") is not implemented yet")
+        case "PATCH":
+            return enqueue(try parser.batchUpdate(request, entity: entity))
+        case "DELETE":
+            return enqueue(try parser.batchDelete(request, entity: entity))
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
         }

@@ -109,6 +109,36 @@ public enum HTTPHandlerOutcome: Sendable {
 /// Answers requests. Called on libmicrohttpd's threads; must not block for long.
 public protocol HTTPRequestHandler: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome
+    /// A consumer for this request's body, to be read as it arrives instead of gathered whole
+    /// (then `handle` is not called for it); nil for the ordinary way. Asked once the headers
+    /// are in (`request.body` is empty).
+    func bodyStream(for request: HTTPRequest) -> HTTPBodyStream?
+}
+
+extension HTTPRequestHandler {
+    public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? { nil }
+}
+
+/// A request body read piece by piece as it arrives, with flow control: when the consumer has
+/// no room, the upload pauses (the connection is suspended, and the piece on offer is left
+/// unread, so nothing more is read from the socket and the client's sends block) until the
+/// consumer says there is room again.
+///
+/// libmicrohttpd calls `receive` and `finish` on the connection's thread, one call at a time;
+/// `cancel` comes from there too. The size limit of gathered bodies does not apply: the
+/// consumer bounds what it holds itself.
+public protocol HTTPBodyStream: AnyObject, Sendable {
+    /// Whether the consumer takes another piece now.
+    var hasRoom: Bool { get }
+    /// The next piece of the body, taken whole.
+    func receive(_ bytes: UnsafeBufferPointer<UInt8>)
+    /// After `hasRoom` answered false: call `resume` (from any thread) when there is room
+    /// again; at once if there is already. Calling it more than once, or late, is harmless.
+    func whenRoom(_ resume: @escaping @Sendable () -> Void)
+    /// The body has ended: the answer.
+    func finish() -> HTTPHandlerOutcome
+    /// The connection ended before the body did (the client went away, or the server stopped).
+    func cancel()
 }
 
 extension String {

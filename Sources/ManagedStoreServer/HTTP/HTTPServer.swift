@@ -191,6 +191,37 @@ public final class HTTPServer: @unchecked Sendable {
         lock.broadcast()
     }
 
+    // MARK: Paused uploads
+
+    /// Suspends a connection whose body stream has no room (on its MHD thread). Under the lock,
+    /// like `resumeUpload`, so that a pause and a resume never interleave. Recorded with the
+    /// suspended answers, so that a stop closes it.
+    func pauseUpload(_ connection: OpaquePointer, state: RequestState) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !state.uploadPaused, daemon != nil else { return }
+        state.uploadPaused = true
+        suspended[ObjectIdentifier(state)] = (connection, DeferredResponse(state: state, connection: connection, server: self))
+        MHD_suspend_connection(connection)
+    }
+
+    /// Lets a paused upload go on; does nothing when it is not paused (a late or repeated call).
+    func resumeUpload(state: RequestState) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard state.uploadPaused else { return }
+        state.uploadPaused = false
+        guard let paused = suspended.removeValue(forKey: ObjectIdentifier(state)), daemon != nil else { return }
+        MHD_resume_connection(paused.connection)
+        lock.broadcast()
+    }
+
+    func isUploadPaused(_ state: RequestState) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return state.uploadPaused
+    }
+
     // MARK: Streams
 
     func noteStream(_ stream: ResponseStream) {

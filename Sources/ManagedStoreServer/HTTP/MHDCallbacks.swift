@@ -24,6 +24,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
+        if let stream = server.handler.bodyStream(for: state.request) {
+            state.bodyStream = stream  // read as it arrives: no body limit or reservation
+            return .YES
+        }
         if let declared = state.header("Content-Length").flatMap({ Int($0.trimmingHTTPWhitespace) }), declared > 0 {
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
@@ -43,6 +47,9 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         state.response = make()
     }
     if let response = state.response { return mhdQueue(connection, response) }
+    if let stream = state.bodyStream {
+        return mhdStreamBody(connection, state: state, stream: stream, server: server, uploadData, uploadDataSize)
+    }
 
     let size = uploadDataSize.pointee
     if size > 0 {
@@ -81,6 +88,11 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
     // Parsed: the handler keeps what it needs, so the raw body's share of the budget goes back.
     state.body = []
     server.releaseBody(of: state)
+    return mhdAnswer(connection, outcome, state: state, server: server)
+}
+
+/// Queues a handler's outcome: a response now, a stream, or a suspension until the answer.
+private func mhdAnswer(_ connection: OpaquePointer, _ outcome: HTTPHandlerOutcome, state: RequestState, server: HTTPServer) -> MHD_Result {
     switch outcome {
     case .respond(let response):
         return mhdQueue(connection, response)
@@ -96,12 +108,37 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
     }
 }
 
+/// A piece of a body read as it arrives, or its end. A consumer without room pauses the upload:
+/// the piece stays unread (libmicrohttpd offers it again after the resume, and cannot reach the
+/// end of the body before), and while paused nothing is taken, however often MHD asks.
+private func mhdStreamBody(_ connection: OpaquePointer, state: RequestState, stream: HTTPBodyStream, server: HTTPServer,
+                           _ uploadData: UnsafePointer<CChar>?, _ uploadDataSize: UnsafeMutablePointer<Int>) -> MHD_Result {
+    let size = uploadDataSize.pointee
+    if size > 0 {
+        guard let uploadData else { return .YES }
+        if server.isUploadPaused(state) { return .YES }
+        guard stream.hasRoom else {
+            // Suspended first, then told how to resume: a resume never comes before its pause.
+            server.pauseUpload(connection, state: state)
+            stream.whenRoom { server.resumeUpload(state: state) }
+            return .YES
+        }
+        uploadDataSize.pointee = 0
+        uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { stream.receive(UnsafeBufferPointer(start: $0, count: size)) }
+        return .YES
+    }
+    // The body has ended. (During a shutdown too: what was written of it is answered truthfully.)
+    state.bodyStream = nil
+    return mhdAnswer(connection, stream.finish(), state: state, server: server)
+}
+
 /// Releases a request's state once MHD is done with it (sent, failed or timed out).
 func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
                          _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
     guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    state.takeUnretainedValue().bodyStream?.cancel()
     server.requestEnded(state.takeUnretainedValue())
     state.release()
     requestContext.pointee = nil

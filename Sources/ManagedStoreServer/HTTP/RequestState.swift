@@ -28,6 +28,10 @@ final class RequestState: @unchecked Sendable {
     /// the request's outcome says nothing rather than something untrue).
     var abandoned = false
     var isSuspended = false
+    /// The consumer of a body read as it arrives (`HTTPBodyStream`), until the body has ended.
+    var bodyStream: HTTPBodyStream?
+    /// The upload is paused for the body stream (only touched under the server's lock).
+    var uploadPaused = false
 
     init(method: String, path: String) {
         self.method = method

@@ -118,7 +118,7 @@ final class ObjectWriter {
     /// (of the wrong kind, or naming an object that does not exist, is deleted or is of another
     /// entity) is left unset and remembered in `applied` with its error, to be reported with
     /// every other broken rule of the write.
-    private func apply(_ body: ObjectBody, to object: ManagedObject, replace: Bool, refs: [String: ManagedObject],
+    func apply(_ body: ObjectBody, to object: ManagedObject, replace: Bool, refs: [String: ManagedObject],
                        into applied: inout [(ObjectBody, ManagedObject, Bool)]) throws {
         var body = body
         let entity = object.entityDescription
@@ -184,7 +184,7 @@ final class ObjectWriter {
     /// (except a second error for a property whose value was already refused, such as
     /// "missing" for an attribute left unset; a deleted object's deny rule is broken whatever
     /// the refused value was, so delete-denied is always listed).
-    private func reportErrors(of applied: [(ObjectBody, ManagedObject, Bool)]) throws {
+    func reportErrors(of applied: [(ObjectBody, ManagedObject, Bool)]) throws {
         var reported: [(object: ManagedObjectID, property: String?, code: ValidationErrorCode, message: String)] = []
         var refused: Set<String> = []
         for (body, object, _) in applied {
@@ -207,18 +207,23 @@ final class ObjectWriter {
     func save() throws -> SavedChanges {
         // `do throws(SaveError)`: a plain `catch let error as SaveError` here crashed the Swift 6.3.1 compiler.
         do throws(SaveError) { return try context.save(mergePolicy: policy) } catch {
-            switch error {
-            case .validation(let errors):
-                throw Failure(problem: .validation(errors.map { error in
-                    (names.name(error.objectID), error.property, error.code.rawValue, error.message(describing: names.name))
-                }))
-            case let .conflict(merge, constraints):
-                throw Failure(problem: ConflictJSON(model: context.coordinator.model, names: names).problem(merge, constraints))
-            case .store(let storeError):
-                // The store's own words (SQLite's message, the SQL) go to the log, not to the client.
-                ServerLog.error("save failed in the store: \(storeError)")
-                throw Failure(problem: .unavailable("the store could not save the change; nothing was written"))
-            }
+            throw Failure(problem: problem(for: error))
+        }
+    }
+
+    /// A refused save as the request's answer.
+    func problem(for error: SaveError) -> Problem {
+        switch error {
+        case .validation(let errors):
+            return .validation(errors.map { error in
+                (names.name(error.objectID), error.property, error.code.rawValue, error.message(describing: names.name))
+            })
+        case let .conflict(merge, constraints):
+            return ConflictJSON(model: context.coordinator.model, names: names).problem(merge, constraints)
+        case .store(let storeError):
+            // The store's own words (SQLite's message, the SQL) go to the log, not to the client.
+            ServerLog.error("save failed in the store: \(storeError)")
+            return .unavailable("the store could not save the change; nothing was written")
         }
     }
 

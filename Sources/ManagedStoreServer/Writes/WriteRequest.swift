@@ -15,6 +15,11 @@ enum WriteOperation: Sendable {
     case update(id: ManagedObjectID, body: ObjectBody, baseVersion: Int64?, replace: Bool)
     case delete(id: ManagedObjectID, baseVersion: Int64?)
     case transaction([TransactionOperation])
+    /// A JSON array, or one chunk of an NDJSON stream: `names` say how the answer's errors
+    /// name each object (`item 3`, `line 17`).
+    case batchInsert(entity: String, bodies: [ObjectBody], names: [String])
+    case batchUpdate(entity: String, predicate: ObjectPredicate, values: [String: PropertyValue])
+    case batchDelete(entity: String, predicate: ObjectPredicate)
 }
 
 /// One operation of `POST /v1/transactions`.
@@ -29,6 +34,12 @@ enum TransactionOperation: Sendable {
 enum ObjectReference: Sendable, Hashable {
     case id(ManagedObjectID)
     case ref(String)
+
+    /// The saved object named, when this is not a ref.
+    var savedID: ManagedObjectID? {
+        if case .id(let id) = self { return id }
+        return nil
+    }
 }
 
 /// An object's state as an answer shows it: read on the write thread, written as JSON on the front.
@@ -49,6 +60,8 @@ enum WriteResult: Sendable {
     /// 204: deleted.
     case deleted(merge: MergeReport?)
     case transaction(TransactionAnswer)
+    /// 200 `{"count": n}`, with `"ids"` for a batch insert.
+    case batch(count: Int, ids: [ManagedObjectID]?)
 }
 
 /// What a merge policy resolved for a request: the `Merge-Policy-Applied` and
@@ -118,6 +131,13 @@ extension WriteRequest {
                 return .deleted(merge: writer.report(saved))
             case .transaction(let operations):
                 return .transaction(try writer.transaction(operations))
+            case let .batchInsert(entity, bodies, names):
+                let ids = try writer.batchInsert(entity, bodies, names: names)
+                return .batch(count: ids.count, ids: ids)
+            case let .batchUpdate(entity, predicate, values):
+                return .batch(count: try writer.batchUpdate(entity, predicate: predicate, values: values), ids: nil)
+            case let .batchDelete(entity, predicate):
+                return .batch(count: try writer.batchDelete(entity, predicate: predicate), ids: nil)
             }
         } catch let failure as ObjectWriter.Failure {
             context.rollback()

@@ -10,15 +10,83 @@ struct WriteRequestParser {
     let configuration: ServiceConfiguration
     var model: ManagedObjectModel { coordinator.model }
 
-    /// POST /v1/objects/{Entity} with a JSON object.
+    /// POST /v1/objects/{Entity} with a JSON object (one insert) or a JSON array (a batch
+    /// insert, one transaction). An NDJSON body never gets here: it is read as it arrives
+    /// (`NDJSONImport`).
     func insert(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> WriteRequest {
-        let policy = try mergePolicy(request)
-        guard let json = try body(request, allowNDJSON: true) else {
-            throw Problem.notImplemented("batch insert from application/x-ndjson is not implemented yet")
+        let policy = try mergePolicy(request, alsoAllowed: ["atomic"])
+        _ = try Self.atomic(request)
+        guard let json = try body(request, allowNDJSON: false) else { throw Problem.badRequest("the body is empty") }
+        if let items = json.arrayValue {
+            var bodies: [ObjectBody] = []
+            bodies.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() {
+                do { bodies.append(try ObjectBody(json: item, entity: entity, coordinator: coordinator)) } catch {
+                    throw error.about("item \(index)", ("item", .number(String(index))))
+                }
+            }
+            return WriteRequest(operation: .batchInsert(entity: entity.name, bodies: bodies, names: items.indices.map { "item \($0)" }),
+                                mergePolicy: policy, author: author(request))
         }
-        if case .array = json { throw Problem.notImplemented("batch insert (a JSON array body) is not implemented yet") }
         let body = try ObjectBody(json: json, entity: entity, coordinator: coordinator)
         return WriteRequest(operation: .insert(entity: entity.name, body: body), mergePolicy: policy, author: author(request))
+    }
+
+    /// `?atomic=true` on a batch insert: the whole NDJSON stream is one transaction.
+    static func atomic(_ request: HTTPRequest) throws(Problem) -> Bool {
+        switch request.queryValue("atomic") {
+        case nil, "false", "0": return false
+        case "true", "1", "": return true
+        case let other?: throw Problem.badRequest("atomic must be true or false, not '\(other.prefix(40))'")
+        }
+    }
+
+    /// PATCH /v1/objects/{Entity}?where=P: the body's values set on every match.
+    func batchUpdate(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> WriteRequest {
+        let predicate = try batchPredicate(request, entity: entity)
+        let json = try body(request, allowNDJSON: false) ?? .null
+        let body = try ObjectBody(json: json, entity: entity, coordinator: coordinator)
+        guard body.version == nil else { throw Problem.badRequest("a batch update takes no _version (it is based on no one version)") }
+        if !body.errors.isEmpty {
+            throw Problem.validation(body.errors.map { ("\(entity.name)/*", $0.property, $0.code.rawValue, $0.message) })
+        }
+        guard !body.propertyNames.isEmpty else { throw Problem.badRequest("the body sets no property: give the values to set, such as {\"done\": true}") }
+        var values: [String: PropertyValue] = [:]
+        for (name, value) in body.attributes { values[name] = .attribute(value) }
+        for (name, target) in body.toOne { values[name] = .object(target.flatMap(\.savedID)) }
+        for (name, targets) in body.toMany { values[name] = .objects(targets.compactMap(\.savedID)) }
+        return WriteRequest(operation: .batchUpdate(entity: entity.name, predicate: predicate, values: values),
+                            mergePolicy: .error, author: author(request))
+    }
+
+    /// DELETE /v1/objects/{Entity}?where=P.
+    func batchDelete(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> WriteRequest {
+        let predicate = try batchPredicate(request, entity: entity)
+        return WriteRequest(operation: .batchDelete(entity: entity.name, predicate: predicate), mergePolicy: .error, author: author(request))
+    }
+
+    /// The `where` of a batch update or delete, parsed and checked against the model here (a
+    /// key path that does not exist is a 400 now, not a failure on the write thread).
+    private func batchPredicate(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> ObjectPredicate {
+        for (name, _) in request.query where name != "where" {
+            throw Problem.badRequest("unknown query parameter '\(name.prefix(100))' for a batch \(request.method == "PATCH" ? "update" : "delete") (only where)")
+        }
+        guard let text = request.queryValue("where") else {
+            throw Problem.badRequest("batch \(request.method == "PATCH" ? "update" : "delete") needs ?where=…; ask for every object with where=TRUEPREDICATE")
+        }
+        let predicate: ObjectPredicate
+        do { predicate = try ObjectPredicate(format: text) } catch {
+            throw Problem.invalidPredicate("\(error.message) at column \(error.column)", position: error.column)
+        }
+        let fetch = FetchRequest(entityName: entity.name, predicate: predicate)
+        do {
+            _ = try coordinator.withReadContext { context in try context.compiledSQL(for: fetch) }
+        } catch let error as FetchError {
+            throw Problem.fetch(error, entity: entity.name)
+        } catch {
+            throw Problem.internalError("the predicate could not be checked")
+        }
+        return predicate
     }
 
     /// PATCH (`replace` false) or PUT (true) /v1/objects/{Entity}/{pk}.
@@ -101,7 +169,7 @@ struct WriteRequestParser {
 
     /// The JSON body of a write: content type checked, parsed strictly. nil when the body is
     /// NDJSON and `allowNDJSON` (the caller decides what that means).
-    private func body(_ request: HTTPRequest, allowNDJSON: Bool) throws(Problem) -> JSONValue? {
+    func body(_ request: HTTPRequest, allowNDJSON: Bool) throws(Problem) -> JSONValue? {
         let type = request.mediaType
         switch type {
         case "application/json", "application/merge-patch+json":
@@ -142,9 +210,9 @@ struct WriteRequestParser {
 
     /// `?merge=` over `Merge-Policy` over the configured default; a write takes no other query
     /// parameter.
-    private func mergePolicy(_ request: HTTPRequest) throws(Problem) -> MergePolicy {
-        for (name, _) in request.query where name != "merge" {
-            throw Problem.badRequest("unknown query parameter '\(name.prefix(100))' for a write (only merge)")
+    func mergePolicy(_ request: HTTPRequest, alsoAllowed: Set<String> = []) throws(Problem) -> MergePolicy {
+        for (name, _) in request.query where name != "merge" && !alsoAllowed.contains(name) {
+            throw Problem.badRequest("unknown query parameter '\(name.prefix(100))' for this write (only \((["merge"] + alsoAllowed.sorted()).joined(separator: ", ")))")
         }
         let name = request.queryValue("merge") ?? request.header("Merge-Policy") ?? configuration.mergePolicy.name
         guard let policy = MergePolicy(name: name) else {
@@ -155,7 +223,7 @@ struct WriteRequestParser {
 
     /// The request's `Author` header (recorded in the history), when it is one line of at most
     /// 200 characters; longer ones are cut.
-    private func author(_ request: HTTPRequest) -> String? {
+    func author(_ request: HTTPRequest) -> String? {
         guard let value = request.header("Author")?.trimmingHTTPWhitespace, !value.isEmpty else { return nil }
         return String(value.prefix(200))
     }

@@ -52,7 +52,26 @@ enum WriteResponse {
             writer.write(.array(answer.resolved))
             writer.writeRaw("}")
             return HTTPResponse.json(200, writer.bytes, headers: headers(answer.merge))
+        case let .batch(count, ids):
+            return batchAnswer(count: count, ids: ids)
         }
+    }
+
+    /// `{"count": n}`, and `"ids"` in order when there are IDs to tell (a batch insert).
+    static func batchAnswer(count: Int, ids: [ManagedObjectID]?) -> HTTPResponse {
+        var writer = JSONWriter(reservingCapacity: 32 + 16 * (ids?.count ?? 0))
+        writer.writeRaw("{\"count\":")
+        writer.writeInteger(Int64(count))
+        if let ids {
+            writer.writeRaw(",\"ids\":[")
+            for (i, id) in ids.enumerated() {
+                if i > 0 { writer.writeRaw(",") }
+                writer.writeString(id.description)
+            }
+            writer.writeRaw("]")
+        }
+        writer.writeRaw("}")
+        return .json(200, writer.bytes)
     }
 
     /// `Merge-Policy-Applied` and `Merge-Conflicts`, when the merge policy resolved conflicts.
