@@ -9,5 +9,5 @@ struct ManagedStoreCommand: AsyncParsableCommand {
         commandName: "managedstore",
         abstract: "Core Data's object store for Linux: a Swift library and its command line.",
         version: version,
-        subcommands: [ServeCommand.self, DemoCommand.self])
+        subcommands: [ServeCommand.self, ImportCommand.self, ExportCommand.self, DemoCommand.self])
 }

@@ -47,7 +47,7 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     /// queued then write nothing.
     private var stopped = false
     private var resumeUpload: (@Sendable () -> Void)?
-    private var finalAnswer: DeferredResponse?
+    private var whenFinished: (@Sendable (NDJSONImportOutcome) -> Void)?
 
     init(entity: EntityDescription, coordinator: PersistentStoreCoordinator, writes: WriteQueue, policy: MergePolicy,
          author: String?, atomic: Bool, byteLimit: Int) {
@@ -92,19 +92,29 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     }
 
     func finish() -> HTTPHandlerOutcome {
-        if refusal == nil && !isStopped {
-            if !partialLine.isEmpty { takeLine() }  // the last line may lack its newline
-            if refusal == nil && !bodies.isEmpty { submitChunk() }
-        }
-        return .suspend { [self] deferred in
-            let answerNow: Bool = lock.withLock {
-                if inFlight == 0 { return true }
-                finalAnswer = deferred
-                return false
-            }
-            if answerNow { deferred.complete(making: { [self] in answer() }) }
+        .suspend { [self] deferred in
+            finish { _ in deferred.complete(making: { [self] in answer() }) }
         }
     }
+
+    /// Ends the body: the last line (which may lack its newline) and the last chunk are taken,
+    /// and `done` is called (on this thread or the write queue's) once every chunk has finished,
+    /// with the outcome. Call it on the reading thread, once.
+    func finish(_ done: @escaping @Sendable (NDJSONImportOutcome) -> Void) {
+        if refusal == nil && !isStopped {
+            if !partialLine.isEmpty { takeLine() }
+            if refusal == nil && !bodies.isEmpty { submitChunk() }
+        }
+        let doneNow: Bool = lock.withLock {
+            if inFlight == 0 { return true }
+            whenFinished = done
+            return false
+        }
+        if doneNow { done(outcome) }
+    }
+
+    /// Rows stored so far.
+    var committedRows: Int { lock.withLock { committed } }
 
     func cancel() {
         let resume: (@Sendable () -> Void)? = lock.withLock {
@@ -185,7 +195,7 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     /// On the write thread, after the chunk's group committed (completions come in order).
     private func chunkFinished(_ outcome: WriteOutcome<ChunkResult>, lines chunkLines: [Int]) {
         let firstLine = chunkLines.first ?? 0
-        let (resume, answer): ((@Sendable () -> Void)?, DeferredResponse?) = lock.withLock {
+        let (resume, finished): ((@Sendable () -> Void)?, (@Sendable (NDJSONImportOutcome) -> Void)?) = lock.withLock {
             inFlight -= 1
             switch outcome {
             case .completed(.written(.batch(let count, let ids))):
@@ -206,12 +216,12 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
             }
             var resume: (@Sendable () -> Void)?
             if inFlight < Self.maxChunksInFlight || stopped { resume = resumeUpload; resumeUpload = nil }
-            var answer: DeferredResponse?
-            if inFlight == 0 { answer = finalAnswer; finalAnswer = nil }
-            return (resume, answer)
+            var finished: (@Sendable (NDJSONImportOutcome) -> Void)?
+            if inFlight == 0 { finished = whenFinished; whenFinished = nil }
+            return (resume, finished)
         }
         resume?()
-        answer?.complete(making: { [self] in self.answer() })
+        finished?(self.outcome)
     }
 
     /// The line of the first object a chunk's 422 names (its objects are named `line N`).
@@ -224,29 +234,47 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
 
     // MARK: Answering
 
-    /// 200 with the count and the IDs, or the problem that stopped the import with `committed`.
-    private func answer() -> HTTPResponse {
+    /// What the import came to, once no chunk is in flight.
+    private var outcome: NDJSONImportOutcome {
         let (failure, committed, keys) = lock.withLock { (self.failure, self.committed, self.keys) }
-        if let problem = failure ?? refusal {
+        if let problem = failure ?? refusal { return .stopped(problem, committed: committed) }
+        return .imported(entity: entity.name, keys: keys)
+    }
+
+    /// 200 with the count and the IDs, or the problem that stopped the import with `committed`.
+    private func answer() -> HTTPResponse { outcome.response }
+}
+
+/// How an NDJSON import ended.
+enum NDJSONImportOutcome: Sendable {
+    /// Every line stored: the primary keys of the objects, in line order.
+    case imported(entity: String, keys: [Int64])
+    /// Stopped by `problem`; `committed` rows (whole chunks before it) were stored.
+    case stopped(Problem, committed: Int)
+
+    var response: HTTPResponse {
+        switch self {
+        case let .stopped(problem, committed):
             let stored = committed == 0 ? "no row was stored" : "the \(committed) rows before its chunk were stored"
-            var told = Problem(status: problem.status, code: problem.code, title: problem.title, detail: "\(problem.detail) (the import stopped there: \(stored))",
-                               extra: problem.extra, headers: problem.headers)
+            var told = Problem(status: problem.status, code: problem.code, title: problem.title,
+                               detail: "\(problem.detail) (the import stopped there: \(stored))", extra: problem.extra, headers: problem.headers)
             told.extra.append(("committed", .number(String(committed))))
             return told.response
+        case let .imported(entity, keys):
+            var writer = JSONWriter(reservingCapacity: 32 + keys.count * (entity.count + 12))
+            writer.writeRaw("{\"count\":")
+            writer.writeInteger(Int64(keys.count))
+            writer.writeRaw(",\"ids\":[")
+            // IDs are `Entity/key`: an entity name is an identifier, nothing in it needs escaping.
+            let prefix = Array("\"\(entity)/".utf8)
+            for (i, key) in keys.enumerated() {
+                if i > 0 { writer.writeRaw(",") }
+                writer.writeRaw(prefix)
+                writer.writeInteger(key)
+                writer.writeRaw("\"")
+            }
+            writer.writeRaw("]}")
+            return .json(200, writer.bytes)
         }
-        var writer = JSONWriter(reservingCapacity: 32 + keys.count * (entity.name.count + 12))
-        writer.writeRaw("{\"count\":")
-        writer.writeInteger(Int64(committed))
-        writer.writeRaw(",\"ids\":[")
-        // IDs are `Entity/key`: an entity name is an identifier, nothing in it needs escaping.
-        let prefix = Array("\"\(entity.name)/".utf8)
-        for (i, key) in keys.enumerated() {
-            if i > 0 { writer.writeRaw(",") }
-            writer.writeRaw(prefix)
-            writer.writeInteger(key)
-            writer.writeRaw("\"")
-        }
-        writer.writeRaw("]}")
-        return .json(200, writer.bytes)
     }
 }

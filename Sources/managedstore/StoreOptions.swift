@@ -1,0 +1,86 @@
+import ArgumentParser
+import Foundation
+import ManagedStore
+
+/// The options that name a store and its model, shared by the commands that open one
+/// without serving it (`import`, `export`).
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The model file (JSON model format). Use --demo for the built-in task tracker.")
+    var model: String?
+
+    @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
+    var demo = false
+
+    @Option(help: "The SQLite store file (created with its folder if missing).")
+    var store: String
+
+    func validate() throws {
+        guard (model != nil) != demo else { throw ValidationError("give the model: --model FILE, or --demo for the built-in task tracker (not both)") }
+        guard store != ":memory:" else { throw ValidationError("--store must be a file: an in-memory store would be gone when the command ends") }
+    }
+
+    /// The store's coordinator; a model or store that cannot be opened ends the command (exit 2 or 1).
+    func openCoordinator() throws -> PersistentStoreCoordinator {
+        var loaded = ManagedObjectModel.taskTracker()
+        if let model {
+            do {
+                loaded = try ManagedObjectModel(jsonData: [UInt8](try Data(contentsOf: URL(fileURLWithPath: model))))
+            } catch {
+                CommandLog.error("\(model): \(error)")
+                throw ExitCode(2)
+            }
+        }
+        do {
+            return try PersistentStoreCoordinator(model: loaded, store: .path(store))
+        } catch {
+            CommandLog.error("\(store): \(error)")
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Messages of the command line on stderr, written at once.
+enum CommandLog {
+    static func error(_ message: String) { write("managedstore: \(message)\n") }
+    static func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+    static var isTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal, otherwise (a log, a pipe) a plain
+/// line every few seconds and one at the end.
+final class ProgressReport {
+    private let verb: String
+    private let total: Int?
+    private let started = Date()
+    private var lastShown = Date.distantPast
+    private let terminal = CommandLog.isTerminal
+
+    /// `total`: the amount `show`'s `done` runs to (bytes of the input, say), when known.
+    init(_ verb: String, total: Int?) {
+        self.verb = verb
+        self.total = total
+    }
+
+    func show(rows: Int, done: Int) {
+        let now = Date()
+        guard now.timeIntervalSince(lastShown) >= (terminal ? 0.1 : 5) else { return }
+        lastShown = now
+        CommandLog.write(line(rows: rows, done: done) + (terminal ? "\r" : "\n"))
+    }
+
+    func end(rows: Int) {
+        let seconds = max(Date().timeIntervalSince(started), 0.001)
+        let rate = Int(Double(rows) / seconds)
+        CommandLog.write((terminal ? "\u{1B}[2K" : "") + "\(verb) \(rows) rows in \(String(format: "%.1f", seconds)) s (\(rate) rows/s)\n")
+    }
+
+    private func line(rows: Int, done: Int) -> String {
+        guard let total, total > 0 else { return "\(verb) \(rows) rows" }
+        let fraction = min(1, Double(done) / Double(total))
+        guard terminal else { return "\(verb) \(rows) rows (\(Int(fraction * 100))%)" }
+        let width = 30
+        let filled = Int(fraction * Double(width))
+        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            + "\(Int(fraction * 100))% \(rows) rows"
+    }
+}
