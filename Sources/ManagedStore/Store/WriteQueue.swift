@@ -32,7 +32,7 @@ public final class WriteQueue: @unchecked Sendable {
     /// One unit: the work (run on the queue's context) and what to do with its outcome.
     private struct Job {
         let run: (ManagedObjectContext) -> Void
-        let finish: (_ undone: Bool) -> Void
+        let finish: @Sendable (_ undone: Bool) -> Void
         let notRun: () -> Void
     }
 
@@ -44,15 +44,25 @@ public final class WriteQueue: @unchecked Sendable {
     private let context: ManagedObjectContext
     private let coordinator: PersistentStoreCoordinator
     private let groupCommit: Bool
+    /// The context whose queue hears every outcome, after the change is merged into it.
+    private let readingContext: ManagedObjectContext?
     private var unitCount = 0
     private var transactionCount = 0
 
     /// A queue writing to `coordinator`'s store. With `groupCommit` off, every unit commits
     /// alone (for comparison: that is what group commit saves).
-    public init(coordinator: PersistentStoreCoordinator, name: String = "writer", groupCommit: Bool = true) {
+    ///
+    /// With `readingContext` (an application's view context, say), that context merges every
+    /// committed change automatically (`automaticallyMergesChangesFromParent` is turned on), and
+    /// each completion runs on its queue after the merge of its change: the seed articles' "one
+    /// write queue, and a completion once the reading context shows the change".
+    public init(coordinator: PersistentStoreCoordinator, name: String = "writer", groupCommit: Bool = true,
+                mergingInto readingContext: ManagedObjectContext? = nil) {
         self.coordinator = coordinator
         self.groupCommit = groupCommit
         self.context = ManagedObjectContext(coordinator: coordinator, name: name, readsThroughWriter: true)
+        self.readingContext = readingContext
+        readingContext?.performAndWait { readingContext?.automaticallyMergesChangesFromParent = true }
     }
 
     /// Starts the queue's thread.
@@ -146,7 +156,17 @@ public final class WriteQueue: @unchecked Sendable {
             unitCount += batch.count
             transactionCount += 1
             condition.unlock()
-            for (job, undone) in zip(batch, undone) { job.finish(undone) }
+            let finishes = zip(batch, undone).map { job, undone in
+                let finish = job.finish
+                return { finish(undone) } as @Sendable () -> Void
+            }
+            if let readingContext {
+                // The group's saves were handed to the reading context's queue at the COMMIT
+                // (automatic merging): outcomes queued behind them run after the merge.
+                readingContext.performLater { finishes.forEach { $0() } }
+            } else {
+                finishes.forEach { $0() }
+            }
         }
     }
 
