@@ -152,8 +152,18 @@ enum DecimalStorage {
     /// The decimal of a stored text; nil when the text is not exactly what `encode` makes
     /// (nothing here traps on what a file holds). Reads in place, without allocating.
     static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Decimal? {
+        withComponents(text) { negative, count, exponent, digit in
+            count == 0 ? Decimal(0) : makeDecimal(negative: negative, count: count, exponent: exponent, digit: digit)
+        }
+    }
+
+    /// Calls `body` with the parts of a stored text, ±0.D1…Dn × 10^e: the sign, n (0 for zero),
+    /// e, and `digit(i)`, the ASCII digit D(i+1); nil when the text is not exactly what `encode`
+    /// makes. For `decode`, and for sums that add the digits without making a `Decimal` first.
+    static func withComponents<T>(_ text: UnsafeBufferPointer<UInt8>,
+                                  _ body: (_ negative: Bool, _ count: Int, _ exponent: Int, _ digit: (Int) -> UInt8) -> T?) -> T? {
         guard let first = text.first else { return nil }
-        if first == zeroClass { return text.elementsEqual(zeroText) ? Decimal(0) : nil }
+        if first == zeroClass { return text.elementsEqual(zeroText) ? body(false, 0, 0, { _ in UInt8(ascii: "0") }) : nil }
         guard first == positiveClass || first == negativeClass, text.count >= 6 else { return nil }
         let negative = first == negativeClass
         guard isDigit(text[1]), isDigit(text[2]), isDigit(text[3]) else { return nil }
@@ -179,7 +189,7 @@ enum DecimalStorage {
             if position < text.count, text[position] == byte { position += 1 } else { matches = false }
         }
         guard matches, position == text.count else { return nil }
-        return makeDecimal(negative: negative, count: count, exponent: exponent, digit: digit)
+        return body(negative, count, exponent, digit)
     }
 
     /// The same for a whole string.
