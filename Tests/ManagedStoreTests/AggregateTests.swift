@@ -254,6 +254,37 @@ struct AggregateTests {
                 "decimal results compare and sort as numbers")
     }
 
+    /// The exact sum of decimals written as texts, fed as the SQL function feeds it (stored texts' parts).
+    static func exactSum(_ texts: [String]) -> ExactDecimalSum {
+        var sum = ExactDecimalSum()
+        for text in texts {
+            // Literals of this file; a nil is a typo here, not input.
+            var stored = DecimalStorage.encode(Decimal.exactly(text)!)!
+            stored.withUTF8 { buffer in
+                _ = DecimalStorage.withComponents(buffer) { negative, count, exponent, digit -> Void? in
+                    sum.add(negative: negative, count: count, exponent: exponent, digit: digit)
+                    return ()
+                }
+            }
+        }
+        return sum
+    }
+
+    @Test("exact decimal sums and averages at the edges of Decimal's range")
+    func decimalEdges() throws {
+        func decimal(_ text: String) -> Decimal? { Decimal.exactly(text) }
+        #expect(Self.exactSum(["1e127", "1e-128", "-1e127"]).sum == decimal("1e-128"), "256 digits apart, still exact")
+        #expect(Self.exactSum(["9e127", "9e127"]).sum == decimal("18e127"))
+        #expect(Self.exactSum(["1e127", "1e-128"]).sum == nil, "needs 256 significant digits: does not fit")
+        #expect(Self.exactSum(["1e-128", "0"]).average == decimal("1e-128"), "5e-129 rounds half up to the smallest exponent")
+        #expect(Self.exactSum(["1e-128", "0", "0"]).average == 0)
+        #expect(Self.exactSum(["-1", "-2", "-2"]).average == decimal("-1.6666666666666666666666666666666666667"), "half away from zero")
+        #expect(Self.exactSum(["12345678901234567890123456789012345678", "-0.5"]).average
+                == decimal("6172839450617283945061728394506172838.8"), "38 digits kept, from 39 and more")
+        #expect(Self.exactSum([]).sum == 0 && Self.exactSum([]).average == nil)
+        #expect(Self.exactSum(["0", "0"]).average == 0 && Self.exactSum(["0"]).count == 1)
+    }
+
     // MARK: Having, sort, limit
 
     @Test("having keeps groups by their results; sort by results, ties by group keys ascending; limit and offset")
