@@ -11,6 +11,7 @@ public struct AggregateGroup: Sendable, Hashable {
     /// The results, in the same order.
     public let values: [PropertyValue]
 
+    /// A group with these results (`names` and `values` of the same length).
     public init(names: [String], values: [PropertyValue]) {
         self.names = names
         self.values = values

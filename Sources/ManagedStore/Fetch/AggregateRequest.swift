@@ -13,9 +13,12 @@ public struct AggregateProperty: Sendable, Hashable {
         case function(AggregateFunction, keyPath: String?)
     }
 
+    /// The key of the result in each group (and in having predicates and sort descriptors).
     public var name: String
+    /// What the result is: a group key or a function.
     public var expression: Expression
 
+    /// A result called `name`; the static functions below name it by default.
     public init(name: String, expression: Expression) {
         self.name = name
         self.expression = expression
@@ -76,6 +79,7 @@ public struct AggregateProperty: Sendable, Hashable {
 /// ties broken by the group keys ascending. It is a read of the store, like dictionary
 /// results: this context's unsaved changes are not seen.
 public struct AggregateRequest: Sendable, Hashable {
+    /// The entity whose objects are grouped.
     public var entityName: String
     /// Which objects are aggregated; all when nil.
     public var predicate: ObjectPredicate?
@@ -89,9 +93,10 @@ public struct AggregateRequest: Sendable, Hashable {
     public var fetchLimit: Int
     /// Groups to skip, after `havingPredicate` and in the order of `sortDescriptors`.
     public var fetchOffset: Int
-    /// How long the query may run in SQLite before it stops with `FetchError.timedOut`.
+    /// How long the query may run in SQLite before it stops with `.fetch(.timedOut)`; nil for no limit.
     public var timeout: Duration?
 
+    /// A request for `properties` of the objects of `entityName` matching `predicate`.
     public init(entityName: String, properties: [AggregateProperty], predicate: ObjectPredicate? = nil,
                 havingPredicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int = 0, fetchOffset: Int = 0) {
