@@ -141,6 +141,16 @@ struct AggregateHTTPTests {
                 "the server goes on answering after every error")
     }
 
+    @Test("an aggregate past the query timeout is 503 query-timeout with Retry-After")
+    func queryTimeout() throws {
+        let harness = try ServerHarness(model: Self.model) { service, _ in service.queryTimeout = .nanoseconds(1) }
+        let books = (0..<3000).map { #"{"op": "insert", "entity": "Book", "values": {"pages": \#($0), "price": "\#($0).25"}}"# }
+        #expect(try harness.request("POST", "/v1/transactions", json: #"{"operations": [\#(books.joined(separator: ","))]}"#).status == 200)
+        let response = try Self.aggregate(harness, [("select", "pages,price.sum()")])
+        #expect(response.status == 503 && response.json?["code"] as? String == "query-timeout", "\(response.text.prefix(200))")
+        #expect(response.header("Retry-After") != nil)
+    }
+
     @Test("limit defaults to 100 and takes at most 1000; offset skips groups")
     func limits() throws {
         let books = (0..<120).map { #"{"title": "t\#(String(format: "%03d", $0))", "pages": \#($0)}"# }

@@ -327,6 +327,16 @@ struct AggregateTests {
         }
     }
 
+    @Test("a request past its timeout is stopped inside SQLite with a typed error")
+    func timeout() throws {
+        let (container, _) = try Self.library(books: (0..<3000).map { Book(["pages": .integer(Int64($0)), "price": Self.decimal("\($0).5")]) })
+        var request = Self.books([.groupKey("pages"), .sum("price"), .avg("pages")])
+        request.timeout = .nanoseconds(1)
+        #expect(throws: AggregateError.fetch(.timedOut(.nanoseconds(1)))) { try Self.aggregate(container, request) }
+        request.timeout = .seconds(60)
+        #expect(try Self.aggregate(container, request).count == 3000)
+    }
+
     @Test("constants of the predicate and the having predicate are bound, never written into the SQL")
     func valuesAreBound() throws {
         let (container, _) = try Self.library(books: [Book(["title": .string("O'Brien\"; DROP TABLE x; --")])])
