@@ -329,9 +329,56 @@ class Generator:
                                  ["V1", "model"], ["v1", "model", ""], ["v1", "MODEL"]])
             return Template(r.choice(["GET", "POST", "DELETE"]), segments, what="unknown path", kind="misc")
         if choice == "aggregate":
-            return Template("GET", ["v1", "objects", "Task", "aggregate"], query=[("select", "project,count()")], what="aggregate", kind="misc")
+            return self.t_aggregate()
         method = "GET" if r.random() < 0.85 else r.choice(METHODS_ODD)
         return Template(method, ["v1", choice], what=choice, kind="misc")
+
+    def t_aggregate(self):
+        """GET /v1/objects/Task/aggregate: half the time a valid query (group keys, aggregates of
+        the right types, having and sort over its names), else select items that are not
+        (odd aliases, unknown or to-many key paths, unknown functions, broken calls)."""
+        r = self.rng
+        keys = ["project", "project.name", "done", "priority", "title", "due", "estimate", "project.archived"]
+        if r.random() < 0.5:
+            items = [f"k{i}:{key}" for i, key in enumerate(r.sample(keys, r.randint(0, 2)))]
+            for i in range(r.randint(1, 4)):
+                function = r.choice(["count", "sum", "avg", "min", "max"])
+                key = r.choice(["priority", "estimate"] if function in ("sum", "avg") else keys + [""] if function == "count" else keys)
+                items.append(f"a{i}:" + (key + "." if key else "") + function + "()")
+            names = [item.split(":")[0] for item in items]
+            query = [("select", ",".join(items))]
+            if r.random() < 0.5:
+                name = r.choice(names)
+                query.append(("having", r.choice([f"{name} != nil", f"{name} > 1", f"NOT ({name} == nil) OR {name} < 3",
+                                                  f"{name} IN {{1, 2}}", f"{name} == 9223372036854775807"])))
+            if r.random() < 0.5:
+                query.append(("sort", ",".join(("-" if r.random() < 0.5 else "") + n for n in r.sample(names, r.randint(1, len(names))))))
+        else:
+            odd = keys + ["tags", "project.tasks", "nope", "project..name", "", "$x", "title[c]"]
+            items = []
+            for _ in range(r.randint(1, 5)):
+                alias = r.choice(["", "", "", "n:", "total:", "x y:", ":", "é:", "count:"])
+                if r.random() < 0.4:
+                    items.append(alias + r.choice(odd))
+                else:
+                    key = r.choice(odd + ["", "", ""])
+                    call = r.choice(["count", "sum", "avg", "min", "max", "median", "COUNT", ""]) + r.choice(["()", "()", "(", "(x)", "()()", ")"])
+                    items.append(alias + (key + "." if key else "") + call)
+            query = [("select", ",".join(items))] if r.random() < 0.95 else []
+            if r.random() < 0.5:
+                query.append(("having", r.choice(["n > 1", "total >= 2.5", "count > 0 AND project != nil", "sum > 9223372036854775807",
+                                                  "n ==", "n BETWEEN {1, 3}", 'project == "Project/1"', 'max BEGINSWITH "a"',
+                                                  "sum > 1e400", "avg < -0.5", "count IN {1, 2}", "nope > 1", "tags.@count > 1",
+                                                  "NOT (count > 1 OR count < 0)", "min == nil", 'total == "12.50"'])))
+            if r.random() < 0.3:
+                query.append(("sort", r.choice(["-n", "total,-project", "nope", "n[c]", "-count", "project.name", "-sum,max"])))
+        if r.random() < 0.4:
+            query.append(("where", self.predicate("Task", valid=r.random() < 0.8)))
+        if r.random() < 0.3:
+            query.append(("limit", r.choice(["1", "1000", "1001", "0", "-1", "x"])))
+        if r.random() < 0.2:
+            query.append(("offset", r.choice(["0", "5", "-1", "99999999999999999999", "9223372036854775807"])))
+        return Template("GET", ["v1", "objects", "Task", "aggregate"], query=query, what="aggregate", kind="misc")
 
     # MARK: predicates
 

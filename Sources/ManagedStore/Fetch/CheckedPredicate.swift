@@ -145,6 +145,9 @@ struct PredicateChecker {
     let storeIdentifier: UUID
     /// SUBQUERY variables in scope, with the entity each stands for.
     var variables: [String: Int] = [:]
+    /// For a predicate over an aggregate's groups [havingPredicate]: the names it may use, each
+    /// a result of the groups; nil for a predicate over objects.
+    var groupColumns: [String: (index: Int, type: OperandType)]?
 
     init(model: ManagedObjectModel, root: Entity, storeIdentifier: UUID) {
         self.model = model
@@ -187,7 +190,11 @@ struct PredicateChecker {
     // MARK: Operands
 
     private func keyPath(_ text: String) throws(FetchError) -> ResolvedKeyPath {
-        try ResolvedKeyPath(text, rootEntity: root, variables: variables, model: model)
+        if let groupColumns {
+            guard let column = groupColumns[text] else { throw .unknownKeyPath(text, entity: root.name) }
+            return ResolvedKeyPath(groupColumn: column.index, named: text, type: column.type, rootEntity: root)
+        }
+        return try ResolvedKeyPath(text, rootEntity: root, variables: variables, model: model)
     }
 
     private func operand(_ expression: PredicateExpression) throws(FetchError) -> CheckedOperand {

@@ -123,22 +123,11 @@ extension ManagedObjectContext {
         let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
         let sql = selectSQL(prepared, columns: columns, query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
         let model = coordinator.model, store = coordinator.storeIdentifier
+        let types = keyPaths.map { $0.valueType(model) }
         return try runQuery(sql, query.bindings, prepared) { statement in
             var row: [String: PropertyValue] = [:]
-            for (i, keyPath) in keyPaths.enumerated() {
-                switch keyPath.terminal {
-                case let .attribute(e, a):
-                    row[names[i]] = .attribute(statement.value(Int32(i), as: model.schema[e].attributes[a].type))
-                case let .toOne(e, r):
-                    let destination = model.schema[model.schema[e].relationships[r].destinationIndex]
-                    row[names[i]] = .object(statement.optionalInt64(Int32(i)).map {
-                        ManagedObjectID(storeIdentifier: store, entityName: destination.name, key: .permanent($0))
-                    })
-                case let .object(e):
-                    row[names[i]] = .object(statement.optionalInt64(Int32(i)).map {
-                        ManagedObjectID(storeIdentifier: store, entityName: model.schema[e].name, key: .permanent($0))
-                    })
-                }
+            for (i, type) in types.enumerated() {
+                row[names[i]] = statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store)
             }
             return row
         }

@@ -6,7 +6,8 @@ public enum PredicateValue: Sendable, Hashable {
     public static let null = PredicateValue.attribute(.null)
 }
 
-/// An aggregate over a to-many key path [NSExpression's @count, @sum, @avg, @min, @max].
+/// An aggregate function [NSExpression's @count, @sum, @avg, @min, @max, count:, sum:, …]: over
+/// a to-many key path in a predicate, or over each group's objects in an `AggregateRequest`.
 public enum AggregateFunction: String, Sendable, Hashable, CaseIterable {
     case count, sum, avg, min, max
 }

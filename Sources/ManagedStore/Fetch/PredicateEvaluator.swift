@@ -146,6 +146,8 @@ struct PredicateEvaluator {
         case .attribute(_, let a): return .attribute(owner.attributes[a])
         case .toOne(_, let r): return context.toOneValue(of: owner, r).map(PredicateValue.object) ?? .null
         case .object: return .object(owner.objectID)
+        case .groupColumn:
+            preconditionFailure("a result of an aggregate's groups is read in SQL only, never from an object")
         }
     }
 

@@ -21,6 +21,9 @@ struct ResolvedKeyPath: Sendable, Hashable {
         case toOne(entity: Int, relationship: Int)
         /// The object reached by the steps (a to-many relationship's destinations, or `$t` itself).
         case object(entity: Int)
+        /// A result of an aggregate's groups, by its position: what a having predicate or a
+        /// sort of groups names. It exists only in the SQL over the groups, never on an object.
+        case groupColumn(index: Int, type: OperandType)
     }
 
     let text: String
@@ -93,12 +96,22 @@ struct ResolvedKeyPath: Sendable, Hashable {
         throw .unknownKeyPath(text, entity: root.name)
     }
 
+    /// A result of an aggregate's groups, called `name` (no steps: a group has no relationships).
+    init(groupColumn index: Int, named name: String, type: OperandType, rootEntity: Entity) {
+        self.text = name
+        self.root = .object
+        self.rootEntity = rootEntity.index
+        self.steps = []
+        self.terminal = .groupColumn(index: index, type: type)
+    }
+
     /// The type of the value at the end of the path.
     func valueType(_ model: ManagedObjectModel) -> OperandType {
         switch terminal {
         case let .attribute(e, a): return .attribute(model.schema[e].attributes[a].type)
         case let .toOne(e, r): return .object(model.schema[e].relationships[r].destinationIndex)
         case let .object(e): return .object(e)
+        case let .groupColumn(_, type): return type
         }
     }
 
@@ -108,13 +121,14 @@ struct ResolvedKeyPath: Sendable, Hashable {
         result.insert(rootEntity)
         switch terminal {
         case .attribute(let e, _), .toOne(let e, _), .object(let e): result.insert(e)
+        case .groupColumn: break
         }
         return result
     }
 }
 
 /// What an operand holds, for type checks.
-enum OperandType: Equatable {
+enum OperandType: Sendable, Hashable {
     case attribute(AttributeType)
     /// An object of the entity with this index (its ID).
     case object(Int)

@@ -90,6 +90,8 @@ struct SQLQueryBuilder {
             }
         case .object:
             return "\(alias).\"_pk\""
+        case .groupColumn(let index, _):
+            return "\(alias).\(Self.groupColumnName(index))"
         }
     }
 
@@ -299,14 +301,14 @@ struct SQLQueryBuilder {
 
     // MARK: Order
 
-    /// ORDER BY terms: each sort key, then the primary key. SQLite puts NULL first ascending
-    /// and last descending, as the contract wants.
-    mutating func orderBy(_ sorts: [ResolvedSort]) -> String {
+    /// ORDER BY terms: each sort key, then `tieBreakers` (the primary key, unless told
+    /// otherwise). SQLite puts NULL first ascending and last descending, as the contract wants.
+    mutating func orderBy(_ sorts: [ResolvedSort], tieBreakers: [String] = ["t0.\"_pk\" ASC"]) -> String {
         (sorts.map { sort in
             let value = expression(sort.keyPath)
             let key = sort.options.isEmpty ? value : "ms_fold(\(value), \(sort.options.rawValue))"
             return "\(key) \(sort.ascending ? "ASC" : "DESC")"
-        } + ["t0.\"_pk\" ASC"]).joined(separator: ", ")
+        } + tieBreakers).joined(separator: ", ")
     }
 }
 

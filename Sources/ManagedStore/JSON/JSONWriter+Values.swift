@@ -28,6 +28,22 @@ extension JSONWriter {
         }
     }
 
+    /// A property value in its JSON form: an attribute's, an object ID or null, an array of IDs.
+    public mutating func write(_ value: PropertyValue) {
+        switch value {
+        case .attribute(let attribute): write(attribute)
+        case .object(let id?): write(id)
+        case .object(nil): writeRaw("null")
+        case .objects(let ids):
+            writeRaw("[")
+            for (i, id) in ids.enumerated() {
+                if i > 0 { writeRaw(",") }
+                write(id)
+            }
+            writeRaw("]")
+        }
+    }
+
     /// An object ID as its JSON string, `"Entity/pk"`.
     public mutating func write(_ id: ManagedObjectID) {
         guard let pk = id.primaryKey else { return writeString(id.description) }

@@ -152,8 +152,19 @@ enum DecimalStorage {
     /// The decimal of a stored text; nil when the text is not exactly what `encode` makes
     /// (nothing here traps on what a file holds). Reads in place, without allocating.
     static func decode(_ text: UnsafeBufferPointer<UInt8>) -> Decimal? {
+        withComponents(text) { negative, count, exponent, digit in
+            count == 0 ? Decimal(0) : makeDecimal(negative: negative, count: count, exponent: exponent, digit: digit)
+        }
+    }
+
+    /// Calls `body` with the parts of a stored text, ±0.D1…Dn × 10^e: the sign, n (0 for zero),
+    /// e, and `digit(i)`, the ASCII digit D(i+1); nil when the text is not exactly what `encode`
+    /// makes, or holds what no `Decimal` holds. For `decode`, and for sums that add the digits
+    /// without making a `Decimal` first (and so skip exactly the texts that read as null).
+    static func withComponents<T>(_ text: UnsafeBufferPointer<UInt8>,
+                                  _ body: (_ negative: Bool, _ count: Int, _ exponent: Int, _ digit: (Int) -> UInt8) -> T?) -> T? {
         guard let first = text.first else { return nil }
-        if first == zeroClass { return text.elementsEqual(zeroText) ? Decimal(0) : nil }
+        if first == zeroClass { return text.elementsEqual(zeroText) ? body(false, 0, 0, { _ in UInt8(ascii: "0") }) : nil }
         guard first == positiveClass || first == negativeClass, text.count >= 6 else { return nil }
         let negative = first == negativeClass
         guard isDigit(text[1]), isDigit(text[2]), isDigit(text[3]) else { return nil }
@@ -179,7 +190,15 @@ enum DecimalStorage {
             if position < text.count, text[position] == byte { position += 1 } else { matches = false }
         }
         guard matches, position == text.count else { return nil }
-        return makeDecimal(negative: negative, count: count, exponent: exponent, digit: digit)
+        // Within `Decimal`: an exponent of the last digit from -128 to 127, a significand below 2^128.
+        guard exponent - count >= -128, exponent - count <= 127 else { return nil }
+        if count == maxDigits {
+            for i in 0..<count where digit(i) != largestSignificand[i] {
+                if digit(i) > largestSignificand[i] { return nil }
+                break
+            }
+        }
+        return body(negative, count, exponent, digit)
     }
 
     /// The same for a whole string.
@@ -191,16 +210,9 @@ enum DecimalStorage {
     /// 10^19, the scale of one chunk of digits: the most a UInt64 always holds.
     private static let chunkScale = Decimal(sign: .plus, exponent: 19, significand: 1)
 
-    /// ±D1…Dn × 10^(e-n) as a `Decimal`, or nil when `Decimal` cannot hold it exactly.
+    /// ±D1…Dn × 10^(e-n) as a `Decimal` (within its range, as `withComponents` checked).
     private static func makeDecimal(negative: Bool, count n: Int, exponent e: Int, digit: (Int) -> UInt8) -> Decimal? {
         let power = e - n
-        guard power >= -128, power <= 127 else { return nil }
-        if n == maxDigits {
-            for i in 0..<n where digit(i) != largestSignificand[i] {
-                if digit(i) > largestSignificand[i] { return nil }
-                break
-            }
-        }
         // Chunks of 19 digits from the right, so the first (leftmost) is the short one:
         // significand = ((c0 × 10^19) + c1) × 10^19 + c2.
         var significand = Decimal(0)

@@ -20,6 +20,7 @@ enum SQLFunctions {
         sqlite3_create_function_v2(db, "ms_fold", 2, flags, nil, foldFunction, nil, nil, nil)
         // ms_strop(code, value, pattern, options): BEGINSWITH, ENDSWITH, CONTAINS, LIKE, MATCHES.
         sqlite3_create_function_v2(db, "ms_strop", 4, flags, nil, stringOperationFunction, nil, nil, nil)
+        AggregateSQLFunctions.register(on: db, flags: flags)
     }
 }
 
@@ -48,7 +49,8 @@ private func textArgument(_ argv: UnsafeMutablePointer<OpaquePointer?>?, _ i: In
     return String(decoding: UnsafeBufferPointer(start: pointer, count: Int(sqlite3_value_bytes(value))), as: UTF8.self)
 }
 
-private func resultText(_ context: OpaquePointer?, _ text: String) {
+/// Makes `text` the result of the SQL function called with `context`.
+func resultText(_ context: OpaquePointer?, _ text: String) {
     var text = text
     text.withUTF8 { utf8 in
         sqlite3_result_text64(context, UnsafeRawPointer(utf8.baseAddress ?? UnsafePointer(bitPattern: 1)!).assumingMemoryBound(to: CChar.self),

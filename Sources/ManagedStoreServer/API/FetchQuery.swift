@@ -19,25 +19,18 @@ struct FetchQuery {
 
     init(_ request: HTTPRequest, entity: EntityDescription, model: ManagedObjectModel, allowed: Set<String> = parameters) throws(Problem) {
         guard !request.query.isEmpty else { return }  // every default: the common GET of one object
-        for (name, _) in request.query where !allowed.contains(name) {
-            throw Problem.badRequest("unknown query parameter '\(name)' (known: \(allowed.sorted().joined(separator: ", ")))")
-        }
+        try Self.refuseUnknownParameters(request, allowed: allowed)
         if let text = request.queryValue("where") {
-            do { predicate = try ObjectPredicate(format: text) } catch {
-                throw Problem.invalidPredicate("\(error.message) at column \(error.column)", position: error.column)
-            }
+            predicate = try Self.predicate(text)
         }
         if let text = request.queryValue("sort") {
-            sorts = try Self.sorts(text, entity: entity)
+            sorts = try Self.sorts(text)
         }
         if let text = request.queryValue("limit") {
-            guard let value = Int(text), value >= 1 else { throw Problem.badRequest("limit must be a whole number from 1 to \(Self.maxLimit)") }
-            guard value <= Self.maxLimit else { throw Problem.badRequest("limit \(value) is over the maximum of \(Self.maxLimit)") }
-            limit = value
+            limit = try Self.limit(text)
         }
         if let text = request.queryValue("offset") {
-            guard let value = Int(text), value >= 0 else { throw Problem.badRequest("offset must be a whole number, 0 or more") }
-            offset = value
+            offset = try Self.offset(text)
         }
         if let text = request.queryValue("after") {
             guard let cursor = FetchCursor(token: text) else { throw Problem.badRequest("'after' is not a cursor this server made (use the 'next' of a page)") }
@@ -65,8 +58,36 @@ struct FetchQuery {
         }
     }
 
+    /// 400 for a parameter not in `allowed`: a typo is never a silently ignored filter.
+    static func refuseUnknownParameters(_ request: HTTPRequest, allowed: Set<String>) throws(Problem) {
+        for (name, _) in request.query where !allowed.contains(name) {
+            throw Problem.badRequest("unknown query parameter '\(name)' (known: \(allowed.sorted().joined(separator: ", ")))")
+        }
+    }
+
+    /// A predicate in NSPredicate format; a malformed one is `invalid-predicate` with its column
+    /// (its detail starting with `parameter` when given).
+    static func predicate(_ text: String, parameter: String? = nil) throws(Problem) -> ObjectPredicate {
+        do { return try ObjectPredicate(format: text) } catch {
+            throw Problem.invalidPredicate((parameter.map { "\($0): " } ?? "") + "\(error.message) at column \(error.column)", position: error.column)
+        }
+    }
+
+    /// `limit`: 1 to `maxLimit`.
+    static func limit(_ text: String) throws(Problem) -> Int {
+        guard let value = Int(text), value >= 1 else { throw Problem.badRequest("limit must be a whole number from 1 to \(Self.maxLimit)") }
+        guard value <= Self.maxLimit else { throw Problem.badRequest("limit \(value) is over the maximum of \(Self.maxLimit)") }
+        return value
+    }
+
+    /// `offset`: 0 or more.
+    static func offset(_ text: String) throws(Problem) -> Int {
+        guard let value = Int(text), value >= 0 else { throw Problem.badRequest("offset must be a whole number, 0 or more") }
+        return value
+    }
+
     /// `-priority,title[c]`: a minus for descending, an optional [c]/[d]/[cd] for folded order.
-    static func sorts(_ text: String, entity: EntityDescription) throws(Problem) -> [ObjectSortDescriptor] {
+    static func sorts(_ text: String) throws(Problem) -> [ObjectSortDescriptor] {
         var result: [ObjectSortDescriptor] = []
         for raw in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !raw.isEmpty {
             var key = Substring(raw)

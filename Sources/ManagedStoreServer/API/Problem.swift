@@ -78,10 +78,10 @@ struct Problem: Error, Sendable {
         Problem(status: 500, code: "internal", title: "Internal server error", detail: detail)
     }
     /// 422 with every broken rule: each error's object (as the client knows it), property,
-    /// code and message.
-    static func validation(_ errors: [(object: String, property: String?, code: String, message: String)]) -> Problem {
+    /// code and message; `detail` says what it is about (by default, a write that wrote nothing).
+    static func validation(_ errors: [(object: String, property: String?, code: String, message: String)], detail: String? = nil) -> Problem {
         Problem(status: 422, code: "validation", title: "Validation failed",
-                detail: "\(errors.count) validation error\(errors.count == 1 ? "" : "s"); nothing was written",
+                detail: detail ?? "\(errors.count) validation error\(errors.count == 1 ? "" : "s"); nothing was written",
                 extra: [("errors", .array(errors.map { error in
                     .object([("object", .string(error.object)), ("property", error.property.map(JSONValue.string) ?? .null),
                              ("code", .string(error.code)), ("message", .string(error.message))])

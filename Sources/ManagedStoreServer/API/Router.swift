@@ -125,6 +125,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return enqueue(try parser.transaction(request))
         case (_, 2, "objects"):
             return try collection(request, entityName: rest[2])
+        case (_, 3, "objects") where rest[3] == "aggregate":
+            let entity = try parser.entity(rest[2])
+            guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
+            return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3])
         case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"):
