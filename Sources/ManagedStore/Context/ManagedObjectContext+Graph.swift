@@ -28,13 +28,17 @@ extension ManagedObjectContext {
         return ids
     }
 
-    /// Fires a relationship fault: reads the store's links, then applies this context's unsaved
-    /// changes made from the other side.
+    /// Fires a relationship fault: reads the store's links (a child: its parent's), then applies
+    /// this context's unsaved changes made from the other side.
     private func loadRelationship(of object: ManagedObject, _ r: Int) {
         let entity = object.entity
         let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
         var stored: Set<ManagedObjectID> = []
-        if let pk = object.objectID.primaryKey, !object.isInaccessible {
+        if parent != nil, !object.isInaccessible, !object.isInserted {
+            do { stored = try destinationsFromParent(of: object, r) } catch {
+                preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name) through the parent context: \(error)")
+            }
+        } else if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
                 let keys = try readStore { connection in
                     try RowSQL.relatedKeys(connection, entity: entity, relationship: r, pk: pk)

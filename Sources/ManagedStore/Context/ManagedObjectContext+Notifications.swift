@@ -1,5 +1,7 @@
 // Telling observers what a context did, and taking in what other contexts saved.
 
+import Synchronization
+
 extension ManagedObjectContext {
     // MARK: Observing
 
@@ -58,26 +60,37 @@ extension ManagedObjectContext {
     }
 
     /// After a save that wrote something: did-save to this context's observers, and the save to
-    /// the contexts that merge automatically (after the group's COMMIT, inside a group commit).
+    /// the contexts that merge automatically: this context's children that do, and for a root
+    /// context (whose save reached the store) the other root contexts that do (after the
+    /// group's COMMIT, inside a group commit). A child's save reached only its parent, so no
+    /// other context of the coordinator hears of it.
     func tellDidSave(_ saved: SavedChanges) {
         guard !saved.isEmpty else { return }
         if observers.isObserved { observers.post(.didSave(saved)) }
-        coordinator.announceSave(saved, from: self)
+        if parent == nil { coordinator.announceSave(saved, from: self) }
+        mergingChildren.deliver(saved, except: nil)
     }
 
     // MARK: Merging
 
-    /// Whether saves of other contexts on the coordinator are merged into this one as they
-    /// commit, on its queue [automaticallyMergesChangesFromParent]. The context is the root of
-    /// its own chain, so its "parent" is the store: every other context's committed save
-    /// reaches it. Off by default.
+    /// Whether changes to the context's parent are merged into it as they happen, on its
+    /// queue [automaticallyMergesChangesFromParent]. Off by default.
+    ///
+    /// For a root context the "parent" is the store: every other root context's committed
+    /// save reaches it. For a child, it is its parent context: the parent's own saves (to the
+    /// store or to its parent) and the saves its other children push into it. Either way the
+    /// context's registered objects take the new state, with its own unsaved changes on top.
     public var automaticallyMergesChangesFromParent: Bool {
         get { assertOnQueue(); return mergesAutomatically }
         set {
             assertOnQueue()
             guard newValue != mergesAutomatically else { return }
             mergesAutomatically = newValue
-            coordinator.setMergesAutomatically(self, newValue)
+            if let parent {
+                parent.mergingChildren.set(self, merging: newValue)
+            } else {
+                coordinator.mergingContexts.set(self, merging: newValue)
+            }
         }
     }
 
@@ -94,13 +107,13 @@ extension ManagedObjectContext {
         advancePinnedGeneration()
         let observed = observers.isObserved
         for id in saved.deleted {
-            guard let object = lookup(id), !object.isInserted else { continue }
+            guard let object = lookupIncludingAliases(id), !object.isInserted else { continue }
             forgetPendingChanges(of: object)
             markInaccessible(object)
             if observed { noteForObservers(\.invalidated, id) }
         }
         for id in saved.updated {
-            guard let object = lookup(id), !object.isFault, !object.isInserted, !object.isDeleted, !object.isInaccessible else { continue }
+            guard let object = lookupIncludingAliases(id), !object.isFault, !object.isInserted, !object.isDeleted, !object.isInaccessible else { continue }
             refresh(object, mergeChanges: true)
         }
         tellUnprocessedChanges()
@@ -136,7 +149,8 @@ extension ManagedObjectContext {
 
 // MARK: The coordinator's side of automatic merging
 
-/// A context that merges automatically, held weakly: the coordinator must not keep it alive.
+/// A context that merges automatically, held weakly: neither the coordinator nor a parent
+/// keeps it alive.
 ///
 /// Sendable: the reference never changes after `init` (`weak let`), and the context is Sendable.
 final class WeakContextReference: Sendable {
@@ -144,19 +158,36 @@ final class WeakContextReference: Sendable {
     init(_ context: ManagedObjectContext) { self.context = context }
 }
 
-extension PersistentStoreCoordinator {
-    func setMergesAutomatically(_ context: ManagedObjectContext, _ merges: Bool) {
-        mergingContexts.withLock { contexts in
+/// The contexts that take in saves as they happen (`automaticallyMergesChangesFromParent`):
+/// the coordinator's root contexts, or one context's children. Any thread may change or read
+/// the set; each context merges on its own queue, later, so delivering never waits for one.
+final class MergingContexts: Sendable {
+    private let contexts = Mutex<[ObjectIdentifier: WeakContextReference]>([:])
+
+    func set(_ context: ManagedObjectContext, merging: Bool) {
+        contexts.withLock { contexts in
             contexts = contexts.filter { $0.value.context != nil }
-            contexts[ObjectIdentifier(context)] = merges ? WeakContextReference(context) : nil
+            contexts[ObjectIdentifier(context)] = merging ? WeakContextReference(context) : nil
         }
     }
 
+    var isEmpty: Bool { contexts.withLock { $0.isEmpty } }
+
+    /// Every context of the set but `origin` merges `saved`, on its own queue.
+    func deliver(_ saved: SavedChanges, except origin: ObjectIdentifier?) {
+        let targets = contexts.withLock { contexts in contexts.compactMap { $0.key == origin ? nil : $0.value.context } }
+        for context in targets {
+            context.performLater { context.mergeChanges(fromContextDidSave: saved) }
+        }
+    }
+}
+
+extension PersistentStoreCoordinator {
     /// A context's save wrote something: every other context that merges automatically takes
     /// it in, on its own queue, once it is committed. Inside a group commit that is after the
     /// group's COMMIT (`GroupCommit.committedSaves`); a group SQLite rolls back forgets them.
     func announceSave(_ saved: SavedChanges, from origin: ManagedObjectContext) {
-        guard mergingContexts.withLock({ !$0.isEmpty }) else { return }
+        guard !mergingContexts.isEmpty else { return }
         if let group = writer.currentGroup {
             group.committedSaves.append((saved, ObjectIdentifier(origin)))
         } else {
@@ -165,9 +196,6 @@ extension PersistentStoreCoordinator {
     }
 
     func deliverSave(_ saved: SavedChanges, from origin: ObjectIdentifier) {
-        let targets = mergingContexts.withLock { contexts in contexts.compactMap { $0.key == origin ? nil : $0.value.context } }
-        for context in targets {
-            context.performLater { context.mergeChanges(fromContextDidSave: saved) }
-        }
+        mergingContexts.deliver(saved, except: origin)
     }
 }

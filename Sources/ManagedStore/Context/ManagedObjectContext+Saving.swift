@@ -18,10 +18,14 @@ extension ManagedObjectContext {
     /// A context pinned to a query generation saves against the store's latest state (that is
     /// what conflicts are found in and merged from) and is pinned to the current generation
     /// after a successful save.
+    ///
+    /// A child context's save writes nothing to the store: it pushes its changes into its
+    /// parent, where they become the parent's unsaved changes (ManagedObjectContext+ChildSave.swift).
     @discardableResult
     public func save(mergePolicy: MergePolicy? = nil) throws(SaveError) -> SavedChanges {
         assertOnQueue()
         precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
+        if parent != nil { return try saveIntoParent() }
         tellWillSave()
         guard let pinned = pinnedGeneration else {
             let saved = try saveOnLatestState(mergePolicy: mergePolicy)
@@ -44,19 +48,7 @@ extension ManagedObjectContext {
         let policy = mergePolicy ?? _mergePolicy
         var resolution = MergeResolution()
         for attempt in 1...Self.mergeAttempts {
-            compactChangeLists()
-            guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else {
-                forgetUnwrittenSets()
-                return resolution.saved(.none)
-            }
-            let errors = validationErrors()
-            guard errors.isEmpty else { throw .validation(errors) }
-            guard hasChanges || !baseVersionList.isEmpty else {
-                // Only objects inserted and deleted again (their deletion allowed): nothing to write.
-                forgetDiscardedInserts()
-                forgetUnwrittenSets()
-                return resolution.saved(.none)
-            }
+            guard try validateForSave() else { return resolution.saved(.none) }
             do throws(ChangeSetRejection) {
                 return resolution.saved(try writeChanges())
             } catch {
@@ -69,6 +61,25 @@ extension ManagedObjectContext {
             }
         }
         preconditionFailure("unreachable: the last attempt returns or throws")
+    }
+
+    /// Validates the pending changes for a save, throwing every broken rule; false when there is
+    /// nothing to write, after ending what was set without changing anything.
+    func validateForSave() throws(SaveError) -> Bool {
+        compactChangeLists()
+        guard hasChanges || !baseVersionList.isEmpty || !discardedInsertList.isEmpty else {
+            forgetUnwrittenSets()
+            return false
+        }
+        let errors = validationErrors()
+        guard errors.isEmpty else { throw .validation(errors) }
+        guard hasChanges || !baseVersionList.isEmpty else {
+            // Only objects inserted and deleted again (their deletion allowed): nothing to write.
+            forgetDiscardedInserts()
+            forgetUnwrittenSets()
+            return false
+        }
+        return true
     }
 
     /// How many times a save resolves conflicts and tries again before it gives up: another
@@ -292,10 +303,16 @@ extension ManagedObjectContext {
     private func didSave(_ changes: ChangeSet, permanentIDs: [ManagedObjectID]) {
         // `changes.inserts` was made from `insertedList`, in its order.
         applyPermanentIDs(insertedList, permanentIDs)
-        let written = changes.updates.isEmpty ? [] : Set(changes.updates.map(\.id))
+        commitPendingChanges(insertedVersion: 1, versionBumped: changes.updates.isEmpty ? [] : Set(changes.updates.map(\.id)))
+    }
+
+    /// Ends every pending change as saved: inserted objects are inserted no more and have
+    /// `insertedVersion`, the objects of `versionBumped` go one version up, deleted objects
+    /// leave the context. A child's save, which writes no version, passes 0 and nothing.
+    func commitPendingChanges(insertedVersion: Int64, versionBumped written: Set<ManagedObjectID>) {
         for object in insertedList {
             object.isInserted = false
-            object.committedVersion = 1
+            object.committedVersion = insertedVersion
             commit(object)
         }
         for object in updatedList {
@@ -350,6 +367,9 @@ extension ManagedObjectContext {
             registered[permanent] = Registration(object, retained: retained)
         }
         guard !changed.isEmpty else { return }
+        if childCount.load(ordering: .relaxed) > 0 {
+            temporaryAliases.withLock { aliases in for (object, temporary) in changed { aliases[object.objectID] = temporary } }
+        }
         // Only objects with pending changes can refer to an object that is not saved yet; most
         // saves (a bulk insert) have nothing to remap, and build no map for it.
         let lists = [insertedList, updatedList, touchedList, deletedList]

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A scratch pad of objects confined to its own serial queue [NSManagedObjectContext].
 ///
@@ -18,6 +19,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     private let owningCoordinator: PersistentStoreCoordinator?
     private unowned let coordinatorReference: PersistentStoreCoordinator
     public let name: String
+    /// The context this one reads from and saves into, or nil for a root context, which reads
+    /// and saves the store [parent]. Held strongly, as Core Data does: a child keeps its whole
+    /// chain alive (ManagedObjectContext+Nesting.swift).
+    public let parent: ManagedObjectContext?
     /// Whether the context keeps every object it registered until `reset()` (true, the
     /// default), or only those with unsaved changes [retainsRegisteredObjects]. Set it to false
     /// for a long-lived reading context that should not grow.
@@ -77,6 +82,15 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var unprocessedChanges = UnprocessedChanges()
     /// `automaticallyMergesChangesFromParent`'s storage.
     @exclusivity(unchecked) var mergesAutomatically = false
+    /// Child contexts that merge this context's saves, and the saves their siblings push into
+    /// it, as they happen (`automaticallyMergesChangesFromParent` on a child).
+    let mergingChildren = MergingContexts()
+    /// How many child contexts this one has. While it has any, the permanent IDs it gives
+    /// objects (saving, `obtainPermanentIDs`) are remembered with the temporary IDs they
+    /// replace, for the children that hold those objects by the temporary ones.
+    let childCount = Atomic<Int>(0)
+    /// Permanent ID → the temporary ID it replaced (see `childCount`); read by descendants.
+    let temporaryAliases = Mutex<[ManagedObjectID: ManagedObjectID]>([:])
 
     /// Reads go through the writer connection instead of the reader pool, so that they see
     /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).
@@ -90,12 +104,19 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     /// `ownedByCoordinator`: a context of the coordinator's reader pool (`withReadContext`),
     /// which does not keep its coordinator alive.
-    init(coordinator: PersistentStoreCoordinator, name: String, readsThroughWriter: Bool, ownedByCoordinator: Bool) {
+    init(coordinator: PersistentStoreCoordinator, name: String, readsThroughWriter: Bool, ownedByCoordinator: Bool,
+         parent: ManagedObjectContext? = nil) {
         self.owningCoordinator = ownedByCoordinator ? nil : coordinator
         self.coordinatorReference = coordinator
         self.name = name
+        self.parent = parent
         self.readsThroughWriter = readsThroughWriter
         self.queue = DispatchQueue(label: "ManagedStore.context.\(name)")
+        parent?.childCount.add(1, ordering: .relaxed)
+    }
+
+    deinit {
+        parent?.childCount.subtract(1, ordering: .relaxed)
     }
 
     public var description: String { "<ManagedObjectContext \(name)>" }
@@ -213,6 +234,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         registered[id]?.object
     }
 
+    /// `lookup`, and in a child context also the object it holds by the temporary ID that an
+    /// ancestor replaced with `id` (ManagedObjectContext+Nesting.swift).
+    @inline(__always)
+    func lookupIncludingAliases(_ id: ManagedObjectID) -> ManagedObject? {
+        if let object = lookup(id) { return object }
+        return parent == nil ? nil : objectHeldByTemporaryID(replacedBy: id)
+    }
+
     func register(_ object: ManagedObject) {
         registered[object.objectID] = Registration(object, retained: _retainsRegisteredObjects)
         guard !_retainsRegisteredObjects else { return }
@@ -253,6 +282,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 + coordinator.model.entities.map(\.name).joined(separator: ", "))
         }
         let id = ManagedObjectID.newTemporary(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name)
+        return insert(entity, id: id)
+    }
+
+    /// Registers a new inserted object of `entity` with `id` and its default values (an insert
+    /// of this context, or one a child's save pushes in).
+    @inline(__always)
+    func insert(_ entity: Entity, id: ManagedObjectID) -> ManagedObject {
         let object = ManagedObject(entity: entity, objectID: id, context: self, isFault: false)
         object.attributes = entity.defaultAttributes
         object.relationships = entity.emptyRelationships
@@ -263,29 +299,37 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         return object
     }
 
-    /// The object for `id`: the registered one, or a fault that reads the store when used
-    /// [object(with:)]. An ID of another store or model is a programming error and traps.
+    /// The object for `id`: the registered one, or a fault that reads the store (a child: its
+    /// parent) when used [object(with:)]. An ID of another store or model is a programming
+    /// error and traps, and so is a temporary ID unknown to a root context. A child may be
+    /// given the temporary ID of an object inserted in its parent chain; if no context of the
+    /// chain holds it, the fault turns out `isInaccessible` when used.
     public func object(with id: ManagedObjectID) -> ManagedObject {
         assertOnQueue()
-        if let object = lookup(id) { return object }
+        if let object = lookupIncludingAliases(id) { return object }
         precondition(coordinator.isValid(id), "object(with:): \(id) does not belong to this store and model")
-        precondition(!id.isTemporaryID, "object(with:): \(id) is a temporary ID of an object this context does not hold")
+        precondition(!id.isTemporaryID || parent != nil, "object(with:): \(id) is a temporary ID of an object this context does not hold")
+        return makeFault(id)
+    }
+
+    /// Registers a new fault for `id`, which the caller checked.
+    func makeFault(_ id: ManagedObjectID) -> ManagedObject {
         let object = ManagedObject(entity: coordinator.model.resolvedEntity(named: id.entityName)!, objectID: id,
                                    context: self, isFault: true)
         register(object)
         return object
     }
 
-    /// The object for `id`, read from the store now; throws if the store has no such object
-    /// [existingObject(with:)].
+    /// The object for `id`, read from the store (a child: from its parent) now; throws if there
+    /// is no such object, or it is deleted in the parent chain [existingObject(with:)].
     public func existingObject(with id: ManagedObjectID) throws(ContextError) -> ManagedObject {
         assertOnQueue()
-        if let object = lookup(id), !object.isFault {
+        if let object = lookupIncludingAliases(id), !object.isFault {
             if object.isInaccessible { throw .objectNotFound(id) }
             return object
         }
         guard coordinator.isValid(id) else { throw .foreignObjectID(id) }
-        guard !id.isTemporaryID else { throw .objectNotFound(id) }
+        guard !id.isTemporaryID || parent != nil else { throw .objectNotFound(id) }
         let object = self.object(with: id)
         try loadFault(object)
         if object.isInaccessible { throw .objectNotFound(id) }
@@ -298,9 +342,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// seeing one snapshot of the store (one read transaction on one reader connection). Use it
     /// to read an object and its relationships consistently, and cheaply: one transaction
     /// instead of one per fault. Saving inside the block is not allowed.
+    ///
+    /// A child context reads its parent, not the store: it runs `body` as it is, and each read
+    /// sees the parent's state at that moment.
     public func performInSnapshot<T>(_ body: () throws -> T) throws -> T {
         assertOnQueue()
-        if snapshotConnection != nil { return try body() }
+        if snapshotConnection != nil || parent != nil { return try body() }
         if let pinned = pinnedGeneration?.snapshot { return try pinned.read { connection in try inSnapshot(on: connection, body) } }
         return try coordinator.read(throughWriter: readsThroughWriter) { connection in try inSnapshot(on: connection, body) }
     }
@@ -337,6 +384,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if let prefetched = object.prefetchedRow {
             row = prefetched
         } else {
+            if parent != nil { return try loadFaultFromParent(object) }
             guard let pk = object.objectID.primaryKey else { return }
             do {
                 row = try readStore { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
@@ -349,9 +397,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     func materialize(_ object: ManagedObject, from row: StoredRow) {
         let entity = object.entity
-        object.prefetchedRow = nil
-        object.committedVersion = row.version
-        object.attributes = row.attributes
         var relationships = [RelationshipState](repeating: .unloaded, count: entity.relationships.count)
         for (position, r) in entity.foreignKeyRelationships.enumerated() {
             let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
@@ -359,8 +404,17 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
                 ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
             })
         }
+        fill(object, version: row.version, attributes: row.attributes, relationships: relationships)
+    }
+
+    /// Turns a fault into an object with these values, read at `version`, as its committed state.
+    @inline(__always)
+    func fill(_ object: ManagedObject, version: Int64, attributes: [AttributeValue], relationships: [RelationshipState]) {
+        object.prefetchedRow = nil
+        object.committedVersion = version
+        object.attributes = attributes
         object.relationships = relationships
-        object.committedAttributes = row.attributes
+        object.committedAttributes = attributes
         object.committedRelationships = relationships
         object.isFault = false
     }
@@ -442,10 +496,14 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// Turns `object` back into a fault, dropping its changes, or with `mergeChanges` reads the
     /// store's current values and version and keeps this context's changes on top of them
     /// [refresh(_:mergeChanges:)]. Merging is how to take in another context's save before saving.
+    ///
+    /// In a child context, "the store" is its parent: the object takes the parent's current
+    /// state, unsaved changes of the parent chain included.
     public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
         assertOnQueue()
         precondition(object.context === self, "refresh: \(object.objectID) belongs to another context")
-        guard !object.isInserted, !object.isDeleted, let pk = object.objectID.primaryKey else { return }
+        // A child also refreshes objects known by a temporary ID: inserted in its parent chain.
+        guard !object.isInserted, !object.isDeleted, !object.objectID.isTemporaryID || parent != nil else { return }
         if observers.isObserved { noteForObservers(\.refreshed, object.objectID) }
         if !mergeChanges || object.isFault {
             let hadChanges = object.isUpdated
@@ -460,14 +518,18 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             if hadChanges { updatedList.removeAll { $0 === object }; object.isListedAsUpdated = false }
             return
         }
-        let row: StoredRow?
-        do { row = try readStore { try RowSQL.loadRow($0, entity: object.entity, pk: pk) } } catch {
-            preconditionFailure("refresh: could not read \(object.objectID): \(error)")
-        }
-        guard let row else { markInaccessible(object); return }
         let mine = object.attributes, myRelationships = object.relationships
         let changedAttributes = object.changedAttributes, changedRelationships = object.changedRelationships
-        materialize(object, from: row)
+        if parent != nil {
+            guard refreshFromParent(object) else { return }
+        } else {
+            let row: StoredRow?
+            do { row = try readStore { try RowSQL.loadRow($0, entity: object.entity, pk: object.objectID.primaryKey!) } } catch {
+                preconditionFailure("refresh: could not read \(object.objectID): \(error)")
+            }
+            guard let row else { markInaccessible(object); return }
+            materialize(object, from: row)
+        }
         for a in changedAttributes { object.attributes[a] = mine[a] }
         for r in changedRelationships { object.relationships[r] = myRelationships[r] }
     }

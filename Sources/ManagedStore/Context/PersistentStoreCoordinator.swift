@@ -20,7 +20,7 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Called after every COMMIT (`addCommitObserver`).
     private let commitObservers = Mutex<[@Sendable () -> Void]>([])
     /// Contexts that merge every other context's save (`automaticallyMergesChangesFromParent`).
-    let mergingContexts = Mutex<[ObjectIdentifier: WeakContextReference]>([:])
+    let mergingContexts = MergingContexts()
 
     /// Opens (or creates) the store. A store made from another model is refused.
     public init(model: ManagedObjectModel, store: StoreDescription) throws(StoreError) {

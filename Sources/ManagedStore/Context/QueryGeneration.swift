@@ -32,12 +32,15 @@ public enum QueryGenerationError: Error, Sendable, Equatable, CustomStringConver
     case readsThroughWriter
     /// The token is another store's.
     case foreignToken
+    /// A child context reads its parent, which holds no older states: pin the root context.
+    case childContext
 
     public var description: String {
         switch self {
         case .inMemoryStore: return "query generations need a store file: an in-memory store keeps no older states"
         case .readsThroughWriter: return "a context that reads through the writer cannot be pinned to a query generation"
         case .foreignToken: return "the query generation token belongs to another store"
+        case .childContext: return "a child context reads its parent, not the store: pin the root context of its chain to a query generation"
         }
     }
 }
@@ -115,6 +118,7 @@ extension ManagedObjectContext {
             pinnedGeneration = nil
             return
         }
+        guard parent == nil else { throw .childContext }
         guard coordinator.storeDescription.location != .inMemory else { throw .inMemoryStore }
         guard !readsThroughWriter else { throw .readsThroughWriter }
         if let snapshot = token.snapshot {

@@ -1,5 +1,6 @@
 // Running fetch requests: SQL on a reader for what is saved, merged with this context's
 // pending changes (evaluated in memory with the same semantics) when `includesPendingChanges`.
+// A child context asks its parent instead of the store (ManagedObjectContext+ParentFetch.swift).
 
 import Dispatch
 
@@ -63,6 +64,10 @@ extension ManagedObjectContext {
                 if case .unloaded = object.relationships[r] { owners.append(object) }
             }
             guard !owners.isEmpty else { continue }
+            if parent != nil {
+                try prefetchThroughParent(relationship: r, of: owners)
+                continue
+            }
             let destination = coordinator.model.schema[relationship.destinationIndex]
             let keys: [Int64: [Int64]]
             do {
@@ -89,6 +94,7 @@ extension ManagedObjectContext {
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
+        if parent != nil { return try objectIDsFromParent(prepared, limit: request.fetchLimit, offset: request.fetchOffset) }
         let keys = try runSelect(prepared, columns: "t0.\"_pk\"", limit: request.fetchLimit, offset: request.fetchOffset,
                                  key: { $0 }) { $0.int64(0) }
         return keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: prepared.entity.name, key: .permanent($0)) }
@@ -101,6 +107,7 @@ extension ManagedObjectContext {
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).count
         }
+        if parent != nil { return try countFromParent(prepared) }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let condition = whereCondition(prepared, &query)
         let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
@@ -109,7 +116,8 @@ extension ManagedObjectContext {
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
     }
 
-    /// Dictionaries of the chosen properties of the matching objects, read from the store.
+    /// Dictionaries of the chosen properties of the matching objects, read from the store (in a
+    /// child context too: like Core Data's dictionary results, unsaved changes are not seen).
     public func fetchDictionaries(_ request: FetchRequest) throws(FetchError) -> [[String: PropertyValue]] {
         assertOnQueue()
         let prepared = try prepare(request)
@@ -215,7 +223,7 @@ extension ManagedObjectContext {
     }
 
     /// Whether this context holds unsaved changes to objects of these entities.
-    private func hasPendingChanges(in entities: Set<Int>) -> Bool {
+    func hasPendingChanges(in entities: Set<Int>) -> Bool {
         for list in [insertedList, updatedList, deletedList] where list.contains(where: { entities.contains($0.entity.index) }) {
             return true
         }
@@ -289,6 +297,7 @@ extension ManagedObjectContext {
     }
 
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
+        if parent != nil { return try fetchThroughParent(prepared, limit: limit, offset: offset) }
         let entity = prepared.entity
         let rows = try runSelect(prepared, columns: entity.rowColumnsSQL, limit: limit, offset: offset,
                                  key: \.0) { RowSQL.readRow(from: $0, entity: entity) }
@@ -331,6 +340,8 @@ extension ManagedObjectContext {
         var storedQuery = prepared
         if relatedChanged { storedQuery = PreparedFetch(entity: entity, predicate: nil, sorts: prepared.sorts, request: request, after: prepared.after, deadline: prepared.deadline) }
         let stored = try fetchStoredObjects(storedQuery, limit: limit, offset: 0)
+        // They are matched and sorted in memory: a child has them filled in one question.
+        if parent != nil { try loadFaultsThroughParent(stored) }
         let evaluator = PredicateEvaluator(context: self)
         var checked = 0
         func matches(_ object: ManagedObject) throws(FetchError) -> Bool {
