@@ -17,7 +17,8 @@ public enum ContextNotification: Sendable, Hashable {
     case willSave
     /// A save committed [didSaveObjectsNotification]: what changed in the store. Inside a group
     /// commit, "committed" means written into the group's transaction, which commits with the
-    /// group; other contexts merging automatically hear of it only after that COMMIT.
+    /// group; other contexts merging automatically hear of it only after that COMMIT. A child
+    /// context's save "commits" into its parent: the notification carries the child's IDs.
     case didSave(SavedChanges)
 }
 

@@ -89,7 +89,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// objects (saving, `obtainPermanentIDs`) are remembered with the temporary IDs they
     /// replace, for the children that hold those objects by the temporary ones.
     let childCount = Atomic<Int>(0)
-    /// Permanent ID → the temporary ID it replaced (see `childCount`); read by descendants.
+    /// Permanent ID → the temporary ID it replaced (see `childCount`); read by descendants,
+    /// emptied when the last child goes. A long-lived parent keeps one entry per object it
+    /// gave a permanent ID while it had children.
     let temporaryAliases = Mutex<[ManagedObjectID: ManagedObjectID]>([:])
 
     /// Reads go through the writer connection instead of the reader pool, so that they see
@@ -116,7 +118,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     deinit {
-        parent?.childCount.subtract(1, ordering: .relaxed)
+        // With its last child gone, no context holds the temporary IDs the aliases are for.
+        guard let parent, parent.childCount.subtract(1, ordering: .relaxed).newValue == 0 else { return }
+        parent.temporaryAliases.withLock { $0.removeAll() }
     }
 
     public var description: String { "<ManagedObjectContext \(name)>" }

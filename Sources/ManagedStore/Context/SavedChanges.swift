@@ -6,8 +6,11 @@
 /// another, the task and both projects are updated (each project's `tasks` changed), as in
 /// Core Data. Cascade deletions are in `deleted`. Objects inserted and deleted again before
 /// the save appear nowhere: the store never held them.
+///
+/// A child context's save reached only its parent: its changes carry the child's IDs
+/// (temporary ones for inserts, unless `obtainPermanentIDs` gave permanent ones) and no token.
 public struct SavedChanges: Sendable, Hashable {
-    /// The inserted objects' permanent IDs, in the order they were inserted.
+    /// The inserted objects' permanent IDs (a child's save: its IDs), in the order they were inserted.
     public let inserted: [ManagedObjectID]
     /// Saved objects whose stored state changed, by entity then key.
     public let updated: [ManagedObjectID]
