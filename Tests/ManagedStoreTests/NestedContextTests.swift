@@ -298,9 +298,10 @@ struct NestedContextTests {
             _ = bystander.object(with: taskIDs[0]).value("title", as: String.self)
         }
         let child = ManagedObjectContext(parent: root)
-        let childLog = NotificationLog(), rootLog = NotificationLog()
+        let childLog = NotificationLog(), rootLog = NotificationLog(), bystanderLog = NotificationLog()
         child.addObserver { childLog.append($0) }
         root.addObserver { rootLog.append($0) }
+        bystander.addObserver { bystanderLog.append($0) }
         let (saved, inserted) = try child.performAndWait { () throws -> (SavedChanges, ManagedObjectID) in
             let task = child.insertNewObject(forEntityName: "Task")
             task.setValue("new", forKey: "title")
@@ -318,6 +319,7 @@ struct NestedContextTests {
         bystander.performAndWait {
             #expect(bystander.object(with: taskIDs[0]).value("title", as: String.self) == "a", "nothing reached the store")
         }
+        #expect(bystanderLog.all.isEmpty, "no root context merges a child's save")
         rootLog.clear()
         let rootSaved = try root.performAndWait { try root.save() }
         #expect(rootLog.all.last == .didSave(rootSaved))

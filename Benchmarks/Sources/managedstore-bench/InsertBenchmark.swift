@@ -22,13 +22,7 @@ enum InsertBenchmark {
         let (_, seconds) = try measure {
             try context.performAndWait {
                 for i in 0..<workload.count {
-                    let row = workload.row(i)
-                    let task = context.insertNewObject(forEntityName: "Task")
-                    task.setValue(row.title, forKey: "title")
-                    task.setValue(row.priority, forKey: "priority")
-                    task.setValue(row.done, forKey: "done")
-                    task.setValue(row.estimate, forKey: "estimate")
-                    task.setValue(Date(timeIntervalSinceReferenceDate: row.due), forKey: "due")
+                    insertTask(i, workload, into: context)
                     if (i + 1) % workload.batchSize == 0 || i + 1 == workload.count {
                         saveSeconds += try measure { try context.save() }.seconds
                         resetSeconds += measure { context.reset() }.seconds
@@ -37,6 +31,18 @@ enum InsertBenchmark {
             }
         }
         return Result(count: workload.count, seconds: seconds, saveSeconds: saveSeconds, resetSeconds: resetSeconds)
+    }
+
+    /// Inserts Task number `i` of the workload: `insertNewObject` and five setters.
+    @inline(__always)
+    static func insertTask(_ i: Int, _ workload: Workload, into context: ManagedObjectContext) {
+        let row = workload.row(i)
+        let task = context.insertNewObject(forEntityName: "Task")
+        task.setValue(row.title, forKey: "title")
+        task.setValue(row.priority, forKey: "priority")
+        task.setValue(row.done, forKey: "done")
+        task.setValue(row.estimate, forKey: "estimate")
+        task.setValue(Date(timeIntervalSinceReferenceDate: row.due), forKey: "due")
     }
 
     /// Creates the store file at `url` with ManagedStore's own schema (tables and indexes, made

@@ -1,6 +1,6 @@
 // managedstore-bench: ManagedStore against raw SQLite on the same schema, in one run.
 //
-//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only]
+//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only] [--stacks-only]
 //
 // The ManagedStore insert runs first, so the peak memory read right after it is the
 // library's (on top of the process's start-up), not raw SQLite's.
@@ -13,6 +13,10 @@ var keepFiles = false
 var insertOnly = false
 /// Only the MATCHES engine against NSRegularExpression (no store).
 var regexOnly = false
+/// Only the import through three context stacks, with a reader fetching meanwhile
+/// (StacksBenchmark.swift); 100,000 objects unless `--count` says otherwise.
+var stacksOnly = false
+var countGiven = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     func number() -> Int {
@@ -22,13 +26,14 @@ while let argument = arguments.popFirst() {
         return n
     }
     switch argument {
-    case "--count": workload.count = number()
+    case "--count": workload.count = number(); countGiven = true
     case "--batch": workload.batchSize = number()
     case "--keep": keepFiles = true
     case "--insert-only": insertOnly = true
     case "--regex-only": regexOnly = true
+    case "--stacks-only": stacksOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only]")
+        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -42,6 +47,30 @@ if regexOnly {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-bench-\(UUID().uuidString)")
 let storeURL = directory.appendingPathComponent("managedstore.sqlite")
 let rawPath = directory.appendingPathComponent("raw.sqlite").path
+
+if stacksOnly {
+    if !countGiven { workload.count = 100_000 }
+    say("Context stacks: \(grouped(workload.count)) Task objects imported, save every \(grouped(workload.batchSize)), a reader fetching 20 Tasks every 10 ms")
+    say("Stores: SQLite \(RawDatabase.version) files, WAL, durability .normal; files in \(directory.path)")
+    say()
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var results: [StacksBenchmark.Result] = []
+        for stack in StacksBenchmark.Stack.allCases {
+            step("\(stack.rawValue)...")
+            let result = try StacksBenchmark.run(stack, directory: directory, workload)
+            step("  \(fixed(result.importSeconds)) s; longest reader stall \(grouped(result.longestStall * 1000)) ms")
+            results.append(result)
+        }
+        say()
+        StacksBenchmark.report(results, workload)
+    } catch {
+        say("managedstore-bench failed: \(error)")
+        exit(1)
+    }
+    if !keepFiles { try? FileManager.default.removeItem(at: directory) }
+    exit(0)
+}
 
 say("ManagedStore benchmark: \(grouped(workload.count)) Task objects, save + reset every \(grouped(workload.batchSize))")
 say("Stores: SQLite \(RawDatabase.version) files, WAL, durability .normal = PRAGMA synchronous=NORMAL on both sides")

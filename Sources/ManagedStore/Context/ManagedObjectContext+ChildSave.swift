@@ -10,10 +10,10 @@
 // - inserted objects keep their IDs: temporary ones (or those `obtainPermanentIDs` gave);
 // - delete rules ran in the child when it deleted; the parent runs its own on the deletes it
 //   takes in (they find what the child's already did done);
-// - an object the child changed or deleted that the parent has deleted meanwhile (or no
-//   longer has, after its `reset()`) fails the save with `SaveError.conflict`, a conflict with
+// - an object the child changed that the parent has deleted meanwhile (or no longer has,
+//   after its `reset()`) fails the save with `SaveError.conflict`, a conflict with
 //   `newVersion` 0 and no persisted snapshot, as for an object deleted in the store; nothing
-//   is pushed. `rollback()` or `refresh(_:mergeChanges: false)` of those objects lets the
+//   is pushed (an object both deleted is simply gone). `rollback()` or `refresh(_:mergeChanges: false)` of those objects lets the
 //   child save the rest. A relationship set to an object the parent has deleted fails it with
 //   a validation error, as the root's save would.
 
