@@ -94,21 +94,7 @@ struct ServeCommand: ParsableCommand {
 
     func run() throws {
         let signals = SignalWaiter()
-        let loaded: ManagedObjectModel
-        if let model {
-            do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: model))
-                loaded = try ManagedObjectModel(jsonData: [UInt8](data))
-            } catch let error as ModelError {
-                FileHandle.standardError.write(Data("managedstore: \(model): \(error)\n".utf8))
-                throw ExitCode(2)
-            } catch {
-                FileHandle.standardError.write(Data("managedstore: cannot read \(model): \(error.localizedDescription)\n".utf8))
-                throw ExitCode(2)
-            }
-        } else {
-            loaded = .taskTracker()
-        }
+        let loaded = try loadModel(model)
         let coordinator: PersistentStoreCoordinator
         do {
             var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)

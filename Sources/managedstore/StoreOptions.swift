@@ -21,21 +21,29 @@ struct StoreOptions: ParsableArguments {
 
     /// The store's coordinator; a model or store that cannot be opened ends the command (exit 2 or 1).
     func openCoordinator() throws -> PersistentStoreCoordinator {
-        var loaded = ManagedObjectModel.taskTracker()
-        if let model {
-            do {
-                loaded = try ManagedObjectModel(jsonData: [UInt8](try Data(contentsOf: URL(fileURLWithPath: model))))
-            } catch {
-                CommandLog.error("\(model): \(error)")
-                throw ExitCode(2)
-            }
-        }
+        let loaded = try loadModel(model)
         do {
             return try PersistentStoreCoordinator(model: loaded, store: .path(store))
         } catch {
             CommandLog.error("\(store): \(error)")
             throw ExitCode(1)
         }
+    }
+}
+
+/// The model file at `path`, or the built-in task tracker when there is none; a file that cannot
+/// be read or is not a valid model ends the command (exit 2).
+func loadModel(_ path: String?) throws -> ManagedObjectModel {
+    guard let path else { return .taskTracker() }
+    do {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try ManagedObjectModel(jsonData: [UInt8](data))
+    } catch let error as ModelError {
+        CommandLog.error("\(path): \(error)")
+        throw ExitCode(2)
+    } catch {
+        CommandLog.error("cannot read \(path): \(error.localizedDescription)")
+        throw ExitCode(2)
     }
 }
 

@@ -93,7 +93,7 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
 
     func finish() -> HTTPHandlerOutcome {
         .suspend { [self] deferred in
-            finish { _ in deferred.complete(making: { [self] in answer() }) }
+            finish { outcome in deferred.complete(making: { outcome.response }) }
         }
     }
 
@@ -198,10 +198,10 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
         let (resume, finished): ((@Sendable () -> Void)?, (@Sendable (NDJSONImportOutcome) -> Void)?) = lock.withLock {
             inFlight -= 1
             switch outcome {
-            case .completed(.written(.batch(let count, let ids))):
+            case .completed(.written(.batch(let count, _, let chunkKeys))):
                 if failure == nil {
                     committed += count
-                    keys += (ids ?? []).compactMap(\.primaryKey)
+                    keys += chunkKeys ?? []
                 }
             case .completed(.written(.problem(let problem))):
                 if failure == nil { failure = problem.about("line \(Self.failedLine(problem) ?? firstLine)", ("line", .number(String(Self.failedLine(problem) ?? firstLine)))) }
@@ -240,9 +240,6 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
         if let problem = failure ?? refusal { return .stopped(problem, committed: committed) }
         return .imported(entity: entity.name, keys: keys)
     }
-
-    /// 200 with the count and the IDs, or the problem that stopped the import with `committed`.
-    private func answer() -> HTTPResponse { outcome.response }
 }
 
 /// How an NDJSON import ended.
@@ -261,20 +258,7 @@ enum NDJSONImportOutcome: Sendable {
             told.extra.append(("committed", .number(String(committed))))
             return told.response
         case let .imported(entity, keys):
-            var writer = JSONWriter(reservingCapacity: 32 + keys.count * (entity.count + 12))
-            writer.writeRaw("{\"count\":")
-            writer.writeInteger(Int64(keys.count))
-            writer.writeRaw(",\"ids\":[")
-            // IDs are `Entity/key`: an entity name is an identifier, nothing in it needs escaping.
-            let prefix = Array("\"\(entity)/".utf8)
-            for (i, key) in keys.enumerated() {
-                if i > 0 { writer.writeRaw(",") }
-                writer.writeRaw(prefix)
-                writer.writeInteger(key)
-                writer.writeRaw("\"")
-            }
-            writer.writeRaw("]}")
-            return .json(200, writer.bytes)
+            return WriteResponse.batchAnswer(count: keys.count, entity: entity, keys: keys)
         }
     }
 }

@@ -60,8 +60,9 @@ enum WriteResult: Sendable {
     /// 204: deleted.
     case deleted(merge: MergeReport?)
     case transaction(TransactionAnswer)
-    /// 200 `{"count": n}`, with `"ids"` for a batch insert.
-    case batch(count: Int, ids: [ManagedObjectID]?)
+    /// 200 `{"count": n}`, with `"ids"` for a batch insert: the keys of its objects (all of
+    /// `entity`), in order.
+    case batch(count: Int, entity: String, keys: [Int64]?)
 }
 
 /// What a merge policy resolved for a request: the `Merge-Policy-Applied` and
@@ -133,11 +134,11 @@ extension WriteRequest {
                 return .transaction(try writer.transaction(operations))
             case let .batchInsert(entity, bodies, names):
                 let ids = try writer.batchInsert(entity, bodies, names: names)
-                return .batch(count: ids.count, ids: ids)
+                return .batch(count: ids.count, entity: entity, keys: ids.compactMap(\.primaryKey))
             case let .batchUpdate(entity, predicate, values):
-                return .batch(count: try writer.batchUpdate(entity, predicate: predicate, values: values), ids: nil)
+                return .batch(count: try writer.batchUpdate(entity, predicate: predicate, values: values), entity: entity, keys: nil)
             case let .batchDelete(entity, predicate):
-                return .batch(count: try writer.batchDelete(entity, predicate: predicate), ids: nil)
+                return .batch(count: try writer.batchDelete(entity, predicate: predicate), entity: entity, keys: nil)
             }
         } catch let failure as ObjectWriter.Failure {
             context.rollback()

@@ -74,10 +74,7 @@ struct WriteRequestParser {
         guard let text = request.queryValue("where") else {
             throw Problem.badRequest("batch \(request.method == "PATCH" ? "update" : "delete") needs ?where=…; ask for every object with where=TRUEPREDICATE")
         }
-        let predicate: ObjectPredicate
-        do { predicate = try ObjectPredicate(format: text) } catch {
-            throw Problem.invalidPredicate("\(error.message) at column \(error.column)", position: error.column)
-        }
+        let predicate = try FetchQuery.predicate(text)
         let fetch = FetchRequest(entityName: entity.name, predicate: predicate)
         do {
             _ = try coordinator.withReadContext { context in try context.compiledSQL(for: fetch) }

@@ -52,21 +52,26 @@ enum WriteResponse {
             writer.write(.array(answer.resolved))
             writer.writeRaw("}")
             return HTTPResponse.json(200, writer.bytes, headers: headers(answer.merge))
-        case let .batch(count, ids):
-            return batchAnswer(count: count, ids: ids)
+        case let .batch(count, entity, keys):
+            return batchAnswer(count: count, entity: entity, keys: keys)
         }
     }
 
-    /// `{"count": n}`, and `"ids"` in order when there are IDs to tell (a batch insert).
-    static func batchAnswer(count: Int, ids: [ManagedObjectID]?) -> HTTPResponse {
-        var writer = JSONWriter(reservingCapacity: 32 + 16 * (ids?.count ?? 0))
+    /// `{"count": n}`, and `"ids"` in order when there are IDs to tell (a batch insert, from a
+    /// JSON array or an NDJSON stream).
+    static func batchAnswer(count: Int, entity: String, keys: [Int64]?) -> HTTPResponse {
+        var writer = JSONWriter(reservingCapacity: 32 + (keys?.count ?? 0) * (entity.utf8.count + 12))
         writer.writeRaw("{\"count\":")
         writer.writeInteger(Int64(count))
-        if let ids {
+        if let keys {
             writer.writeRaw(",\"ids\":[")
-            for (i, id) in ids.enumerated() {
+            // IDs are `Entity/key`: an entity name is an identifier, nothing in it needs escaping.
+            let prefix = Array("\"\(entity)/".utf8)
+            for (i, key) in keys.enumerated() {
                 if i > 0 { writer.writeRaw(",") }
-                writer.writeString(id.description)
+                writer.writeRaw(prefix)
+                writer.writeInteger(key)
+                writer.writeRaw("\"")
             }
             writer.writeRaw("]")
         }
