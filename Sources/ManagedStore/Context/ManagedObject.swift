@@ -33,6 +33,8 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) public internal(set) var isFault: Bool
     /// A row fetched with the object but not yet turned into values (what a fetch leaves in a fault).
     @exclusivity(unchecked) var prefetchedRow: StoredRow?
+    /// The batch this fault is read with, when it came from a fetch with a batch size.
+    @exclusivity(unchecked) var faultBatch: FaultBatch?
 
     @exclusivity(unchecked) var attributes: [AttributeValue] = []
     @exclusivity(unchecked) var relationships: [RelationshipState] = []

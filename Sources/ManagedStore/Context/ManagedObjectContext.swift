@@ -388,6 +388,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if let prefetched = object.prefetchedRow {
             row = prefetched
         } else {
+            if let batch = object.faultBatch {
+                // A batched fetch's fault: its batch is read together (FaultBatch.swift).
+                object.faultBatch = nil
+                try loadBatch(batch)
+                return try loadFault(object)
+            }
             if parent != nil { return try loadFaultFromParent(object) }
             guard let pk = object.objectID.primaryKey else { return }
             do {
@@ -415,6 +421,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @inline(__always)
     func fill(_ object: ManagedObject, version: Int64, attributes: [AttributeValue], relationships: [RelationshipState]) {
         object.prefetchedRow = nil
+        object.faultBatch = nil
         object.committedVersion = version
         object.attributes = attributes
         object.relationships = relationships
@@ -425,6 +432,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
 
     func markInaccessible(_ object: ManagedObject) {
         object.prefetchedRow = nil
+        object.faultBatch = nil
         object.isInaccessible = true
         object.attributes = object.entity.attributes.map { _ in .null }
         object.relationships = object.entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }

@@ -26,6 +26,11 @@ public struct FetchRequest: Sendable, Hashable {
     /// To-many relationships to read for all fetched objects at once, one query each, instead of
     /// one fault per object [relationshipKeyPathsForPrefetching].
     public var relationshipKeyPathsForPrefetching: [String] = []
+    /// Objects read together as a fetched result is walked [fetchBatchSize]; 0 reads every
+    /// object's row with the fetch. With a batch size, `fetch(_:)` reads the matching keys, fills
+    /// the first batch, and leaves the rest as faults that fill a whole batch at a time when
+    /// the first of them is used (FaultBatch.swift). For `.managedObjects` results only.
+    public var fetchBatchSize: Int = 0
     /// Keyset pagination: only the objects after this cursor in the request's order.
     /// Make one with `ManagedObjectContext.cursor(after:for:)`.
     public var after: FetchCursor?
@@ -67,6 +72,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidRequest(String)
     /// The fetch ran past the request's `timeout` and was stopped.
     case timedOut(Duration)
+    /// An asynchronous fetch was cancelled (its `cancel()`, or its task's cancellation).
+    case cancelled
     case store(StoreError)
 
     public var description: String {
@@ -78,6 +85,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPredicate(let detail): return "invalid predicate: \(detail)"
         case .invalidRequest(let detail): return "invalid fetch request: \(detail)"
         case .timedOut(let limit): return "the fetch ran past its time limit of \(limit) and was stopped"
+        case .cancelled: return "the fetch was cancelled"
         case .store(let error): return error.description
         }
     }

@@ -41,6 +41,7 @@ extension ManagedObjectContext {
     public func fetch(_ request: FetchRequest) throws(FetchError) -> [ManagedObject] {
         assertOnQueue()
         let prepared = try prepare(request)
+        if request.fetchBatchSize > 0 { return try fetchInBatches(prepared, batchSize: request.fetchBatchSize) }
         let objects: [ManagedObject]
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             objects = try fetchIncludingPendingChanges(prepared)
@@ -52,7 +53,7 @@ extension ManagedObjectContext {
     }
 
     /// Loads to-many relationships of many objects in one query each.
-    private func prefetch(_ names: [String], of objects: [ManagedObject], entity: Entity) throws(FetchError) {
+    func prefetch(_ names: [String], of objects: [ManagedObject], entity: Entity) throws(FetchError) {
         guard !names.isEmpty, !objects.isEmpty else { return }
         for name in names {
             guard let r = entity.relationshipIndex(name) else { throw .unknownKeyPath(name, entity: entity.name) }
@@ -90,7 +91,11 @@ extension ManagedObjectContext {
     /// The IDs of the objects matching `request` (temporary IDs for matching unsaved inserts).
     public func fetchObjectIDs(_ request: FetchRequest) throws(FetchError) -> [ManagedObjectID] {
         assertOnQueue()
-        let prepared = try prepare(request)
+        return try objectIDs(try prepare(request))
+    }
+
+    func objectIDs(_ prepared: PreparedFetch) throws(FetchError) -> [ManagedObjectID] {
+        let request = prepared.request
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
@@ -156,6 +161,7 @@ extension ManagedObjectContext {
     func prepare(_ request: FetchRequest) throws(FetchError) -> PreparedFetch {
         guard let entity = coordinator.model.resolvedEntity(named: request.entityName) else { throw .unknownEntity(request.entityName) }
         guard request.fetchLimit >= 0, request.fetchOffset >= 0 else { throw .invalidRequest("fetchLimit and fetchOffset cannot be negative") }
+        guard request.fetchBatchSize >= 0 else { throw .invalidRequest("fetchBatchSize cannot be negative") }
         // SQLite takes at most 64 terms in an ORDER BY (with the key that breaks ties).
         guard request.sortDescriptors.count <= Self.maxSortDescriptors else {
             throw .invalidRequest("at most \(Self.maxSortDescriptors) sort descriptors, not \(request.sortDescriptors.count)")
@@ -237,7 +243,7 @@ extension ManagedObjectContext {
         return "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))"
     }
 
-    private func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
+    func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
         let condition = whereCondition(prepared, &query)
         let order = query.orderBy(prepared.sorts)
         var sql = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order)"

@@ -64,7 +64,7 @@ extension ManagedObjectContext {
     }
 
     /// A parent's failure to read an object, as the fetch's error.
-    private static func fetchError(_ error: ContextError) -> FetchError {
+    static func fetchError(_ error: ContextError) -> FetchError {
         if case .store(let storeError) = error { return .store(storeError) }
         return .invalidRequest(error.description)  // not thrown by the parent's reads; kept honest
     }

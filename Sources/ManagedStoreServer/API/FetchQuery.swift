@@ -134,6 +134,7 @@ extension Problem {
             return .invalidPredicate(error.description)
         case .invalidRequest(let detail): return .badRequest(detail)
         case .timedOut(let limit): return .queryTimeout(limit)
+        case .cancelled: return .unavailable("the fetch was cancelled")  // the server runs no asynchronous fetches
         case .store(let error):
             // SQLite's words and the SQL go to the log, never to the client.
             ServerLog.error("a fetch of \(entity) failed in the store: \(error)")

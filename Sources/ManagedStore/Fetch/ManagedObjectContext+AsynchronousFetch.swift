@@ -1,0 +1,223 @@
+// Running an asynchronous fetch: one turn on the context's queue per page. A page is read by
+// keyset (the sort values and key of the last object found so far), so pages neither skip nor
+// repeat objects, and each turn costs the same however deep into the result it is.
+
+extension ManagedObjectContext {
+    /// Starts `request` and returns at once [execute(_:) with an NSAsynchronousFetchRequest].
+    /// `progress` is called after each page and `completion` once at the end, both on the
+    /// context's queue; the objects handed to `completion` are faults read a batch at a time
+    /// (`fetchBatchSize`, or the page size when it is 0). Callable from any thread.
+    @discardableResult
+    public func execute(_ request: AsynchronousFetchRequest, progress: (@Sendable (FetchProgress) -> Void)? = nil,
+                        completion: @escaping @Sendable (Result<[ManagedObject], FetchError>) -> Void) -> AsynchronousFetch {
+        let handle = AsynchronousFetch()
+        let batchSize = request.fetchRequest.fetchBatchSize > 0 ? request.fetchRequest.fetchBatchSize : request.pageSize
+        AsynchronousFetchRun(context: self, request: request, handle: handle, progress: progress) { context, result in
+            completion(result.flatMap { ids in
+                Result { () throws(FetchError) in try context.batchedFaults(for: ids, batchSize: batchSize, request: request.fetchRequest) }
+            })
+        }.schedule()
+        return handle
+    }
+
+    /// The IDs of the objects matching `request`, read a page at a time on the context's queue;
+    /// cancelling the calling task stops the fetch with `FetchError.cancelled`. `progress` is
+    /// called on the context's queue after each page.
+    public func fetchObjectIDs(_ request: AsynchronousFetchRequest,
+                               progress: (@Sendable (FetchProgress) -> Void)? = nil) async throws(FetchError) -> [ManagedObjectID] {
+        let handle = AsynchronousFetch()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<[ManagedObjectID], FetchError>, Never>) in
+                AsynchronousFetchRun(context: self, request: request, handle: handle, progress: progress) { _, result in
+                    continuation.resume(returning: result)
+                }.schedule()
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+        return try result.get()
+    }
+}
+
+/// The state of one asynchronous fetch between its turns.
+///
+/// `@unchecked Sendable`: it is handed to the context's queue from the caller's thread once,
+/// and from then on touched only in its own turns on that queue, one after another.
+final class AsynchronousFetchRun: @unchecked Sendable {
+    typealias Completion = (ManagedObjectContext, Result<[ManagedObjectID], FetchError>) -> Void
+
+    private let context: ManagedObjectContext
+    private let request: AsynchronousFetchRequest
+    private let handle: AsynchronousFetch
+    private let progress: (@Sendable (FetchProgress) -> Void)?
+    private let completion: Completion
+
+    private var prepared: PreparedFetch?
+    private var found: [ManagedObjectID] = []
+    private var total = 0
+    /// For a context that reads a store file: a read-only connection of the fetch's own, in one
+    /// read transaction from the first turn to the last, and the fetch's one statement, stepped
+    /// a page per turn. SQLite sorts once, and every page sees the same snapshot.
+    private var connection: SQLiteConnection?
+    private var statement: SQLiteStatement?
+    /// Otherwise (an in-memory store, a context reading through the writer or pinned to a
+    /// query generation): each page is a query of its own, after this cursor, skipping
+    /// `offset` objects (the request's own offset, on the first page only), for at most
+    /// `remaining` objects.
+    private var next: FetchCursor?
+    private var offset = 0
+    private var remaining = Int.max
+
+    init(context: ManagedObjectContext, request: AsynchronousFetchRequest, handle: AsynchronousFetch,
+         progress: (@Sendable (FetchProgress) -> Void)?, completion: @escaping Completion) {
+        self.context = context
+        self.request = request
+        self.handle = handle
+        self.progress = progress
+        self.completion = completion
+    }
+
+    /// Queues the next turn.
+    func schedule() {
+        context.queue.async { self.context.runBlock { self.turn() } }
+    }
+
+    private func turn() {
+        guard !handle.isCancelled else { return finish(.failure(.cancelled)) }
+        do throws(FetchError) {
+            let prepared: PreparedFetch
+            if let begun = self.prepared { prepared = begun } else { prepared = try begin() }
+            let before = found.count
+            let more = try readPage(prepared)
+            if found.count > before { report(FetchProgress(completedCount: found.count, totalCount: max(total, found.count))) }
+            if more { return schedule() }
+            // The context's own unsaved changes count as they stand now, at the end: with any
+            // that touch the fetched entities, the fetch runs once more with them, in the same
+            // snapshot, exactly as `fetchObjectIDs(_:)` would (rare for a long read).
+            if prepared.request.includesPendingChanges && context.hasPendingChanges(in: prepared.entitiesRead) {
+                found = try inSnapshot { () throws(FetchError) in try context.objectIDs(prepared) }
+            }
+            let final = FetchProgress(completedCount: found.count, totalCount: found.count)
+            if handle.progress != final { report(final) }
+            finish(.success(found))
+        } catch {
+            finish(.failure(error))
+        }
+    }
+
+    /// The first turn: checks the request, takes the snapshot, counts the result and prepares
+    /// the statement.
+    private func begin() throws(FetchError) -> PreparedFetch {
+        guard request.pageSize > 0 else { throw .invalidRequest("the page size of an asynchronous fetch must be at least 1") }
+        let prepared = try context.prepare(request.fetchRequest)
+        next = request.fetchRequest.after
+        offset = request.fetchRequest.fetchOffset
+        remaining = request.fetchRequest.fetchLimit > 0 ? request.fetchRequest.fetchLimit : Int.max
+        if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter
+            && context.coordinator.storeDescription.location != .inMemory {
+            do {
+                let opened = try context.coordinator.openReaderConnection()
+                try opened.cachedStatement("BEGIN DEFERRED").execute()
+                connection = opened
+                let (sql, bindings) = context.keysSQL(prepared, limit: request.fetchRequest.fetchLimit, offset: offset)
+                let statement = try SQLiteStatement(connection: opened, sql: sql)
+                for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
+                self.statement = statement
+            } catch {
+                throw ManagedObjectContext.fetchError(error, sql: "BEGIN", prepared: prepared, limits: prepared.limits())
+            }
+        }
+        total = try inSnapshot { () throws(FetchError) in try context.count(for: request.fetchRequest) }
+        report(FetchProgress(completedCount: 0, totalCount: total))
+        self.prepared = prepared
+        return prepared
+    }
+
+    /// Reads one page into `found`; false when the result is complete.
+    private func readPage(_ prepared: PreparedFetch) throws(FetchError) -> Bool {
+        if let connection, let statement {
+            let entity = prepared.entity.name, store = context.coordinator.storeIdentifier
+            let limits = prepared.limits()
+            do {
+                return try connection.withLimits(limits) { () throws(StoreError) -> Bool in
+                    for _ in 0..<request.pageSize {
+                        guard try statement.step() else { return false }
+                        found.append(ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent(statement.int64(0))))
+                    }
+                    return true
+                }
+            } catch {
+                throw ManagedObjectContext.fetchError(error, sql: "(asynchronous fetch)", prepared: prepared, limits: limits)
+            }
+        }
+        if context.parent != nil {
+            // A child's result comes from its parent, which holds no snapshot to page through.
+            found = try context.objectIDs(prepared)
+            return false
+        }
+        var page = prepared
+        page.after = next
+        let size = min(request.pageSize, remaining)
+        let (ids, last) = try context.storedPage(page, limit: size, offset: offset)
+        found += ids
+        offset = 0
+        remaining -= ids.count
+        next = last
+        return ids.count == size && remaining > 0
+    }
+
+    /// Runs `body` with the context reading the fetch's snapshot, when it has one.
+    private func inSnapshot<T>(_ body: () throws(FetchError) -> T) throws(FetchError) -> T {
+        guard let connection else { return try body() }
+        do {
+            return try context.inSnapshot(on: connection) { () throws(FetchError) in try body() }
+        } catch {
+            if let fetchError = error as? FetchError { throw fetchError }
+            throw .store(StoreError(wrapping: error))
+        }
+    }
+
+    private func report(_ now: FetchProgress) {
+        handle.report(now)
+        progress?(now)
+    }
+
+    private func finish(_ result: Result<[ManagedObjectID], FetchError>) {
+        // Ends the read transaction: the WAL may be emptied past it again.
+        statement = nil
+        if let connection, connection.isInTransaction { try? connection.cachedStatement("COMMIT").execute() }
+        connection = nil
+        completion(context, result)
+    }
+}
+
+extension ManagedObjectContext {
+    /// The SQL selecting the primary keys of the saved matches of `prepared`, in its order.
+    func keysSQL(_ prepared: PreparedFetch, limit: Int, offset: Int) -> (String, [AttributeValue]) {
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: limit, offset: offset)
+        return (sql, query.bindings)
+    }
+
+    /// Saved matches of `prepared` (its cursor, predicate and order; pending changes not
+    /// counted): at most `limit` after skipping `offset`, and the cursor after the last of them.
+    func storedPage(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> ([ManagedObjectID], FetchCursor?) {
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let model = coordinator.model
+        let types = prepared.sorts.map { sort -> AttributeType in
+            guard case let .attribute(e, a) = sort.keyPath.terminal else { return .string }  // prepare() allows attributes only
+            return model.schema[e].attributes[a].type
+        }
+        let columns = (["t0.\"_pk\""] + prepared.sorts.map { query.expression($0.keyPath) }).joined(separator: ", ")
+        let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)
+        let rows = try runQuery(sql, query.bindings, prepared) { statement in
+            (statement.int64(0), types.enumerated().map { statement.value(Int32($0.offset + 1), as: $0.element) })
+        }
+        let entity = prepared.entity.name, store = coordinator.storeIdentifier
+        let ids = rows.map { ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent($0.0)) }
+        let cursor = rows.last.map {
+            FetchCursor(fingerprint: FetchCursor.fingerprint(entity: entity, sorts: prepared.request.sortDescriptors), values: $0.1, primaryKey: $0.0)
+        }
+        return (ids, cursor)
+    }
+}
