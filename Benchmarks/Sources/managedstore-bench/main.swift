@@ -1,6 +1,6 @@
 // managedstore-bench: ManagedStore against raw SQLite on the same schema, in one run.
 //
-//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only] [--stacks-only]
+//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only] [--stacks-only] [--walk-only]
 //
 // The ManagedStore insert runs first, so the peak memory read right after it is the
 // library's (on top of the process's start-up), not raw SQLite's.
@@ -16,6 +16,8 @@ var regexOnly = false
 /// Only the import through three context stacks, with a reader fetching meanwhile
 /// (StacksBenchmark.swift); 100,000 objects unless `--count` says otherwise.
 var stacksOnly = false
+/// Only walking a long result: fetch batch size and the asynchronous fetch (WalkBenchmark.swift).
+var walkOnly = false
 var countGiven = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -32,8 +34,9 @@ while let argument = arguments.popFirst() {
     case "--insert-only": insertOnly = true
     case "--regex-only": regexOnly = true
     case "--stacks-only": stacksOnly = true
+    case "--walk-only": walkOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only]")
+        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -47,6 +50,20 @@ if regexOnly {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-bench-\(UUID().uuidString)")
 let storeURL = directory.appendingPathComponent("managedstore.sqlite")
 let rawPath = directory.appendingPathComponent("raw.sqlite").path
+
+if walkOnly {
+    if !countGiven { workload.count = 200_000 }
+    say("Walking a long result: \(grouped(workload.count)) Tasks; SQLite \(RawDatabase.version), WAL, durability .normal")
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try WalkBenchmark.run(directory: directory, workload)
+    } catch {
+        say("managedstore-bench failed: \(error)")
+        exit(1)
+    }
+    if !keepFiles { try? FileManager.default.removeItem(at: directory) }
+    exit(0)
+}
 
 if stacksOnly {
     if !countGiven { workload.count = 100_000 }
