@@ -72,6 +72,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "How long the change history is kept: a whole number of s, m, h or d (90m, 7d), or forever. Older saves are pruned; reading the change feed from before them is 410.")
     var historyRetention = "7d"
 
+    @Flag(help: "Print the effective settings and where each came from (command line, environment, default), secrets masked, and exit.")
+    var printConfig = false
+
     func validate() throws {
         guard (model == nil) != !demo else { throw ValidationError("give --model FILE or --demo") }
         guard MergePolicy(name: mergePolicy) != nil else {
@@ -93,6 +96,10 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
+        if printConfig {
+            FileHandle.standardOutput.write(Data(EffectiveConfiguration.text(of: self).utf8))
+            return
+        }
         let signals = SignalWaiter()
         let loaded = try loadModel(model)
         let coordinator: PersistentStoreCoordinator

@@ -13,7 +13,31 @@ final class ServerProcess: @unchecked Sendable {
     private let errors = Pipe()
     private let errorText = CollectedText()
 
-    enum Failure: Error { case noExecutable(String), noBanner(String) }
+    enum Failure: Error { case noExecutable(String), noBanner(String), timedOut([String]) }
+
+    /// Runs the executable with `arguments` and extra `environment` to its end (at most 60 s);
+    /// its exit status, stdout and stderr.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = try executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
+        let output = Pipe(), errors = Pipe()
+        let outputText = CollectedText(), errorText = CollectedText()
+        process.standardOutput = output
+        process.standardError = errors
+        output.fileHandleForReading.readabilityHandler = { outputText.append($0.availableData) }
+        errors.fileHandleForReading.readabilityHandler = { errorText.append($0.availableData) }
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        guard !process.isRunning else { process.terminate(); throw Failure.timedOut(arguments) }
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
+        outputText.append(output.fileHandleForReading.readDataToEndOfFile())
+        errorText.append(errors.fileHandleForReading.readDataToEndOfFile())
+        return (process.terminationStatus, outputText.text, errorText.text)
+    }
 
     /// The executable built beside the test bundle (`swift build` builds both).
     static var executable: URL {
@@ -29,12 +53,13 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts `serve --demo` on a free port with a store file in a new folder, and waits for
     /// the start-up line (which must come at once, though stdout is a pipe).
-    init(arguments: [String] = []) throws {
+    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = try Self.executable
         process.arguments = ["serve", "--demo", "--store", directory.appendingPathComponent("store.sqlite").path,
                              "--port", "0", "--durability", "normal"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errors

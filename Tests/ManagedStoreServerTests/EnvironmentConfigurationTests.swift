@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+/// Settings from `MANAGEDSTORE_*` environment variables, the command line winning, and
+/// `serve --print-config` saying where each came from.
+@Suite("Configuration from the environment")
+struct EnvironmentConfigurationTests {
+    /// The line of `--print-config` output for `name`, split into value and origin.
+    static func setting(_ name: String, in output: String) -> (value: String, origin: String)? {
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            if fields.first == name, fields.count >= 3 { return (fields[1], fields[2...].joined(separator: " ")) }
+        }
+        return nil
+    }
+
+    @Test("print-config shows each setting's value and origin; a flag on the command line beats the environment")
+    func printConfig() throws {
+        let run = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--port", "9100", "--print-config"],
+                                        environment: ["MANAGEDSTORE_PORT": "9000", "MANAGEDSTORE_MAX_BODY_BYTES": "1000",
+                                                      "MANAGEDSTORE_REQUIRE_IF_MATCH": "true", "MANAGEDSTORE_NO_HISTORY": "0"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.setting("port", in: run.stdout)?.value == "9100")
+        #expect(Self.setting("port", in: run.stdout)?.origin == "command line")
+        #expect(Self.setting("max-body-bytes", in: run.stdout)?.value == "1000")
+        #expect(Self.setting("max-body-bytes", in: run.stdout)?.origin == "environment MANAGEDSTORE_MAX_BODY_BYTES")
+        #expect(Self.setting("require-if-match", in: run.stdout)?.value == "true")
+        #expect(Self.setting("no-history", in: run.stdout)?.value == "false")
+        #expect(Self.setting("host", in: run.stdout)?.value == "127.0.0.1")
+        #expect(Self.setting("host", in: run.stdout)?.origin == "default")
+        #expect(Self.setting("store", in: run.stdout)?.value == ":memory:")
+    }
+
+    @Test("a value from the environment is validated like one from the command line")
+    func badValues() throws {
+        let port = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--print-config"], environment: ["MANAGEDSTORE_PORT": "eighty"])
+        #expect(port.status == 64)
+        #expect(port.stderr.contains("port"), "\(port.stderr)")
+        let flag = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--print-config"], environment: ["MANAGEDSTORE_REQUIRE_IF_MATCH": "maybe"])
+        #expect(flag.status == 64)
+        #expect(flag.stderr.contains("MANAGEDSTORE_REQUIRE_IF_MATCH must be true or false"), "\(flag.stderr)")
+        let policy = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--print-config"], environment: ["MANAGEDSTORE_MERGE_POLICY": "whatever"])
+        #expect(policy.status == 64)
+        #expect(policy.stderr.contains("--merge-policy"), "\(policy.stderr)")
+    }
+
+    @Test("the server runs with the settings the environment gives")
+    func serverUsesEnvironment() throws {
+        let server = try ServerProcess(environment: ["MANAGEDSTORE_REQUIRE_IF_MATCH": "1", "MANAGEDSTORE_MAX_BODY_BYTES": "64"])
+        let client = try RawHTTPClient(port: server.port)
+        let created = try client.json("POST", "/v1/objects/Task", #"{"title": "from the environment"}"#)
+        #expect(created.status == 201)
+        let large = try RawHTTPClient(port: server.port).json("POST", "/v1/objects/Task", #"{"title": "\#(String(repeating: "x", count: 100))"}"#)
+        #expect(large.status == 413)
+        let location = try #require(created.header("Location"))
+        let unconditional = try RawHTTPClient(port: server.port).json("PATCH", location, #"{"done": true}"#)
+        #expect(unconditional.status == 428, "require-if-match came from the environment")
+    }
+}
