@@ -72,6 +72,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "How long the change history is kept: a whole number of s, m, h or d (90m, 7d), or forever. Older saves are pruned; reading the change feed from before them is 410.")
     var historyRetention = "7d"
 
+    @Option(help: "A JSON file of the bearer tokens accepted: {\"tokens\": [{\"name\", \"sha256\", \"scopes\": [\"read\", \"write:Book\", \"admin\"]}]} (make entries with `managedstore token new`).")
+    var tokensFile: String?
+
+    @Flag(help: "Serve every address without tokens. Without it and without tokens, a server on an address other than loopback makes tokens.json beside the store, with one admin token printed once.")
+    var insecureOpen = false
+
     @Flag(help: "Print the effective settings and where each came from (command line, environment, default), secrets masked, and exit.")
     var printConfig = false
 
@@ -112,6 +118,7 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(1)
         }
         var service = ServiceConfiguration()
+        service.accessTokens = try accessTokens()
         service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit
@@ -135,6 +142,9 @@ struct ServeCommand: ParsableCommand {
         // The first line on stderr, at once: where a container's log starts.
         FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(server.port) "
             + "model \(loaded.name) store \(store)\n").utf8))
+        if insecureOpen && service.accessTokens.isEmpty && !Self.isLoopback(host) {
+            say("managedstore: --insecure-open: anyone who reaches \(host):\(server.port) may read and write, without a token")
+        }
         say("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
         say("try:")
         say("  curl -s \(base)/v1/model")
@@ -144,6 +154,38 @@ struct ServeCommand: ParsableCommand {
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")
         server.stop(timeout: shutdownTimeout)
         say("managedstore: stopped")
+    }
+
+    /// The tokens to require: from `--tokens-file`; none on loopback or with `--insecure-open`;
+    /// otherwise those of `tokens.json` beside the store, made with one admin token if missing.
+    private func accessTokens() throws -> [AccessToken] {
+        do {
+            if let tokensFile { return try TokensFile.load(path: tokensFile) }
+            if insecureOpen || Self.isLoopback(host) { return [] }
+            guard store != ":memory:" else {
+                FileHandle.standardError.write(Data("managedstore: an in-memory store on \(host) needs --tokens-file or --insecure-open\n".utf8))
+                throw ExitCode(64)
+            }
+            let beside = URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent("tokens.json")
+            if FileManager.default.fileExists(atPath: beside.path) { return try TokensFile.load(path: beside.path) }
+            let (token, entry) = TokensFile.newToken(name: "admin", scopes: [AccessScope(.admin)])
+            try FileManager.default.createDirectory(at: beside.deletingLastPathComponent(), withIntermediateDirectories: true)
+            guard FileManager.default.createFile(atPath: beside.path, contents: Data("{\"tokens\": [\(entry)]}\n".utf8),
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                FileHandle.standardError.write(Data("managedstore: cannot write \(beside.path)\n".utf8))
+                throw ExitCode(1)
+            }
+            FileHandle.standardError.write(Data(("managedstore: no tokens were configured and \(host) is not loopback: made \(beside.path) "
+                + "with one admin token, shown this once (only its SHA-256 is kept):\n  \(token)\n").utf8))
+            return try TokensFile.load(path: beside.path)
+        } catch let error as TokensFileError {
+            FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
+            throw ExitCode(64)
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     /// Writes one line to stdout at once. A container's log is a pipe, where `print` would

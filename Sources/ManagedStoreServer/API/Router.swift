@@ -18,6 +18,9 @@ public struct ServiceConfiguration: Sendable {
     /// the most an `?atomic=true` import may hold. `ManagedStoreServer` sets it from the HTTP
     /// configuration.
     public var maxBodyBytes = 8_388_608
+    /// The bearer tokens the server accepts; none: every request is allowed (the server then
+    /// listens on loopback only, unless told `--insecure-open`).
+    public var accessTokens: [AccessToken] = []
 
     public init() {}
 }
@@ -35,12 +38,14 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let retention: HistoryRetention?
     /// Every entity's JSON keys, made once.
     let layouts: JSONLayouts
+    let access: AccessControl
     private let ready = ReadyFlag()
 
     public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration) {
         self.coordinator = coordinator
         self.configuration = configuration
         self.layouts = JSONLayouts(coordinator.model)
+        self.access = AccessControl(tokens: configuration.accessTokens)
         self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
         self.changes = ChangeFeed(coordinator: coordinator, layouts: layouts)
         self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
@@ -79,6 +84,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
         guard request.method == "POST", request.mediaType == "application/x-ndjson" else { return nil }
         let segments = request.pathSegments
         guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]),
+              // A request the token does not allow is answered by `handle`, never read.
+              (try? access.require(try access.authenticate(request), .write, on: .entity(entity.name))) != nil,
               let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)
         else { return nil }
         return NDJSONImport(entity: entity, coordinator: coordinator, writes: writes, policy: policy, author: parser.author(request),
@@ -101,8 +108,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
         let segments = request.pathSegments
         guard segments.first == "v1" else { throw Problem.notFound("no resource at \(request.path); the API lives under /v1") }
         let rest = segments[1...]  // indexes from 1: rest[2] is segments[2]
+        // Probes never need a token; everything else is checked (401) before anything is read.
+        let isProbe = request.method == "GET" && rest.count == 1 && (rest.first == "healthz" || rest.first == "readyz")
+        let token = isProbe ? nil : try access.authenticate(request)
         switch (request.method, rest.count, rest.first) {
         case ("GET", 1, "model"), ("HEAD", 1, "model"):
+            try access.require(token, .read, on: .anyEntity)
             return .respond(.json(200, model.jsonValue.serialized().utf8Array))
         case ("GET", 1, "healthz"):
             let (requests, batches) = writes.counters
@@ -114,23 +125,30 @@ public final class ManagedStoreService: HTTPRequestHandler {
             guard ready.value else { throw Problem.unavailable("the store is not ready") }
             return .respond(.json(200, Array(#"{"status":"ready"}"#.utf8)))
         case ("GET", 1, "openapi.yaml"):
+            try access.require(token, .read, on: .anyEntity)
             return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: OpenAPIDocument.yaml.utf8Array))
         case ("GET", 1, "openapi.json"):
+            try access.require(token, .read, on: .anyEntity)
             return .respond(.json(200, OpenAPIDocument.json.utf8Array))
         case (_, 1, "changes"):
             guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET"]) }
-            return try changes.handle(request)
+            try access.require(token, .read, on: .anyEntity)
+            return try changes.handle(request, readable: access.entities(token, .read))
         case (_, 1, "transactions"):
             guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
-            return enqueue(try parser.transaction(request))
+            try access.require(token, .write, on: .anyEntity)
+            let transaction = try parser.transaction(request)
+            for entity in transaction.operation.entitiesWritten.sorted() { try access.require(token, .write, on: .entity(entity)) }
+            return enqueue(transaction)
         case (_, 2, "objects"):
-            return try collection(request, entityName: rest[2])
+            return try collection(request, entityName: rest[2], token: token)
         case (_, 3, "objects") where rest[3] == "aggregate":
             let entity = try parser.entity(rest[2])
             guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
+            try access.require(token, .read, on: .entity(entity.name))
             return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
-            return try single(request, entityName: rest[2], key: rest[3])
+            return try single(request, entityName: rest[2], key: rest[3], token: token)
         case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"):
             throw Problem.methodNotAllowed(request.method, allowed: ["GET"])
         default:
@@ -138,8 +156,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
     }
 
-    private func collection(_ request: HTTPRequest, entityName: String) throws -> HTTPHandlerOutcome {
+    private func collection(_ request: HTTPRequest, entityName: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
+        let reading = request.method == "GET" || request.method == "HEAD"
+        try access.require(token, reading ? .read : .write, on: .entity(entity.name))
         switch request.method {
         case "GET", "HEAD":
             return .respond(try reads.fetch(request, entity: entity))
@@ -154,8 +174,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
     }
 
-    private func single(_ request: HTTPRequest, entityName: String, key: String) throws -> HTTPHandlerOutcome {
+    private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
+        let reading = request.method == "GET" || request.method == "HEAD"
+        try access.require(token, reading ? .read : .write, on: .entity(entity.name))
         guard let pk = Int64(key), pk > 0, let id = coordinator.managedObjectID(entityName: entity.name, primaryKey: pk) else {
             throw Problem.notFound("no object \(entityName)/\(key.prefix(40)) (keys are positive integers)")
         }

@@ -68,8 +68,16 @@ final class ChangeFeed: @unchecked Sendable {
 
     // MARK: Requests
 
-    func handle(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
+    /// Answers `request` with the changes to `readable` entities (nil: all) only: a token
+    /// narrowed to some entities sees theirs, and is refused the others by name.
+    func handle(_ request: HTTPRequest, readable: Set<String>?) throws -> HTTPHandlerOutcome {
         var query = try Self.query(request, model: coordinator.model)
+        if let readable {
+            if let asked = query.entities, let refused = asked.subtracting(readable).sorted().first {
+                throw Problem.forbidden("the token may not read \(refused)")
+            }
+            query.entities = query.entities ?? readable
+        }
         let wantsStream = request.header("Accept")?.lowercased().contains("text/event-stream") ?? false
         if let last = request.header("Last-Event-ID") {
             // Checked also where it is not used (no stream): a malformed token is refused rather

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+@testable import ManagedStoreServer
+
+/// Bearer tokens and scopes (the contract's "Auth"): every case a client meets.
+@Suite("Auth")
+struct AuthTests {
+    static let tokens: [AccessToken] = [
+        AccessToken(name: "reader", token: "read-secret", scopes: [AccessScope(.read)]),
+        AccessToken(name: "writer", token: "write-secret", scopes: [AccessScope(.write)]),
+        AccessToken(name: "admin", token: "admin-secret", scopes: [AccessScope(.admin)]),
+        AccessToken(name: "tasks", token: "tasks-secret", scopes: [AccessScope(.write, entity: "Task")]),
+    ]
+
+    static func server() throws -> ServerHarness {
+        try ServerHarness { service, _ in service.accessTokens = tokens }
+    }
+
+    static func bearer(_ token: String) -> [(String, String)] { [("Authorization", "Bearer \(token)")] }
+
+    static func code(_ response: RawHTTPClient.Response) -> String? {
+        (try? JSONParser().parse(response.body))?["code"]?.stringValue
+    }
+
+    @Test("no token, an unknown token, or a malformed header: 401 unauthorized with WWW-Authenticate, nothing written")
+    func unauthenticated() throws {
+        let server = try Self.server()
+        for headers in [[], Self.bearer("wrong"), Self.bearer("read-secre"), [("Authorization", "Basic cmVhZDpzZWNyZXQ=")],
+                        [("Authorization", "Bearer")], Self.bearer("read-secret-and-more")] {
+            for (method, path) in [("GET", "/v1/objects/Task"), ("GET", "/v1/model"), ("GET", "/v1/changes"), ("GET", "/v1/openapi.json")] {
+                let response = try server.request(method, path, headers: headers)
+                #expect(response.status == 401, "\(method) \(path) \(headers)")
+                #expect(response.header("WWW-Authenticate") == #"Bearer realm="managedstore""#)
+                #expect(response.header("Content-Type") == "application/problem+json")
+                #expect(Self.code(response) == "unauthorized")
+            }
+            let write = try server.request("POST", "/v1/objects/Task", json: #"{"title": "sneaky"}"#, headers: headers)
+            #expect(write.status == 401)
+        }
+        #expect(try server.taskTitles().isEmpty)
+    }
+
+    @Test("probes need no token")
+    func probesAreOpen() throws {
+        let server = try Self.server()
+        #expect(try server.request("GET", "/v1/healthz").status == 200)
+        #expect(try server.request("GET", "/v1/readyz").status == 200)
+    }
+
+    @Test("a read token reads and may not write: 403 forbidden with insufficient_scope, nothing written")
+    func readTokenWriting() throws {
+        let server = try Self.server()
+        #expect(try server.request("POST", "/v1/objects/Task", json: #"{"title": "one"}"#, headers: Self.bearer("write-secret")).status == 201)
+        #expect(try server.request("GET", "/v1/objects/Task", headers: Self.bearer("read-secret")).status == 200)
+        #expect(try server.request("GET", "/v1/objects/Task/1", headers: Self.bearer("read-secret")).status == 200)
+        #expect(try server.request("GET", "/v1/objects/Task/aggregate?select=n:count()", headers: Self.bearer("read-secret")).status == 200)
+        #expect(try server.request("GET", "/v1/model", headers: Self.bearer("read-secret")).status == 200)
+        for (method, path, body) in [("POST", "/v1/objects/Task", #"{"title": "two"}"#), ("PATCH", "/v1/objects/Task/1", #"{"done": true}"#),
+                                     ("PUT", "/v1/objects/Task/1", #"{"title": "x"}"#), ("DELETE", "/v1/objects/Task/1", "{}"),
+                                     ("PATCH", "/v1/objects/Task?where=done%20==%20NO", #"{"done": true}"#),
+                                     ("POST", "/v1/transactions", #"{"operations": [{"op": "insert", "entity": "Task", "values": {"title": "t"}}]}"#)] {
+            let response = try server.request(method, path, json: body, headers: Self.bearer("read-secret"))
+            #expect(response.status == 403, "\(method) \(path)")
+            #expect(response.header("WWW-Authenticate") == #"Bearer error="insufficient_scope""#)
+            #expect(Self.code(response) == "forbidden")
+            #expect(!String(decoding: response.body, as: UTF8.self).contains("read-secret"), "no token in an answer")
+        }
+        #expect(try server.taskTitles() == ["one"])
+    }
+
+    @Test("a scope narrowed to an entity: that entity only, transactions checked per operation, the change feed filtered")
+    func narrowedScope() throws {
+        let server = try Self.server()
+        let tasks = Self.bearer("tasks-secret")
+        #expect(try server.request("POST", "/v1/objects/Task", json: #"{"title": "mine"}"#, headers: tasks).status == 201)
+        #expect(try server.request("POST", "/v1/objects/Project", json: #"{"name": "not mine"}"#, headers: tasks).status == 403)
+        #expect(try server.request("GET", "/v1/objects/Project", headers: tasks).status == 403)
+        #expect(try server.request("POST", "/v1/objects/Project", json: #"{"name": "Apollo"}"#, headers: Self.bearer("writer")).status == 401)
+        #expect(try server.request("POST", "/v1/objects/Project", json: #"{"name": "Apollo"}"#, headers: Self.bearer("write-secret")).status == 201)
+        let mixed = #"{"operations": [{"op": "insert", "entity": "Task", "values": {"title": "t2"}}, {"op": "update", "object": "Project/1", "values": {"archived": true}}]}"#
+        let refused = try server.request("POST", "/v1/transactions", json: mixed, headers: tasks)
+        #expect(refused.status == 403, "\(String(decoding: refused.body, as: UTF8.self))")
+        #expect(try server.taskTitles() == ["mine"], "nothing of a refused transaction is written")
+        let feed = try server.request("GET", "/v1/changes", headers: tasks)
+        #expect(feed.status == 200)
+        let text = String(decoding: feed.body, as: UTF8.self)
+        #expect(text.contains("Task") && !text.contains("Project"), "\(text)")
+        #expect(try server.request("GET", "/v1/changes?entity=Project", headers: tasks).status == 403)
+        let everything = String(decoding: try server.request("GET", "/v1/changes", headers: Self.bearer("admin-secret")).body, as: UTF8.self)
+        #expect(everything.contains("Project"))
+    }
+
+    @Test("an NDJSON import without the scope is refused before it is read")
+    func ndjsonNeedsWrite() throws {
+        let server = try Self.server()
+        let body = Array(#"{"title": "a"}"#.utf8) + [10] + Array(#"{"title": "b"}"#.utf8) + [10]
+        let refused = try server.client().request("POST", "/v1/objects/Task", headers: [("Content-Type", "application/x-ndjson")] + Self.bearer("read-secret"), body: body)
+        #expect(refused.status == 403)
+        let anonymous = try server.client().request("POST", "/v1/objects/Task", headers: [("Content-Type", "application/x-ndjson")], body: body)
+        #expect(anonymous.status == 401)
+        #expect(try server.taskTitles().isEmpty)
+        let allowed = try server.client().request("POST", "/v1/objects/Task", headers: [("Content-Type", "application/x-ndjson")] + Self.bearer("write-secret"), body: body)
+        #expect(allowed.status == 200)
+        #expect(try server.taskTitles() == ["a", "b"])
+    }
+
+    @Test("tokens files: sha256 or plain entries, scopes checked, bad files refused with a reason")
+    func tokensFile() throws {
+        let digest = SHA256.hex(Array("s3cret".utf8))
+        let tokens = try TokensFile.parse(Array(#"{"tokens": [{"name": "ci", "sha256": "\#(digest)", "scopes": ["read", "write:Loan"]}, {"name": "dev", "token": "plain", "scopes": ["admin"]}]}"#.utf8))
+        #expect(tokens.map(\.name) == ["ci", "dev"])
+        #expect(tokens[0].scopes == [AccessScope(.read), AccessScope(.write, entity: "Loan")])
+        let access = AccessControl(tokens: tokens)
+        #expect(access.entities(tokens[0], .write) == ["Loan"])
+        #expect(access.entities(tokens[0], .read) == nil)
+        for bad in [#"{}"#, #"{"tokens": [{"name": "x", "scopes": ["read"]}]}"#, #"{"tokens": [{"name": "x", "token": "t", "scopes": ["root"]}]}"#,
+                    #"{"tokens": [{"name": "x", "sha256": "abc", "scopes": ["read"]}]}"#, #"{"tokens": [{"name": "x", "token": "t", "scopes": []}]}"#,
+                    #"{"tokens": [{"name": "x", "token": "a", "scopes": ["read"]}, {"name": "x", "token": "b", "scopes": ["read"]}]}"#, "not json"] {
+            #expect(throws: TokensFileError.self, "\(bad)") { try TokensFile.parse(Array(bad.utf8)) }
+        }
+        let (token, entry) = TokensFile.newToken(name: "new", scopes: [AccessScope(.read, entity: "Task")])
+        let made = try TokensFile.parse(Array(#"{"tokens": [\#(entry)]}"#.utf8))
+        #expect(made[0].digest == SHA256.digest(Array(token.utf8)))
+        #expect(!entry.contains(token), "the entry keeps only the digest")
+    }
+
+    @Test("SHA-256 gives the standard's test vectors")
+    func sha256Vectors() {
+        #expect(SHA256.hex([UInt8]()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8))
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(SHA256.hex([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
