@@ -16,6 +16,11 @@ enum EnvironmentArguments {
         var name: String
         var takesValue: Bool
         var variable: String { "MANAGEDSTORE_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
+
+        /// Whether `arguments` give it (`--name`, `--name value` or `--name=value`).
+        func isGiven(in arguments: [String]) -> Bool {
+            arguments.contains { $0 == "--\(name)" || $0.hasPrefix("--\(name)=") }
+        }
     }
 
     struct Failure: Error, CustomStringConvertible { var description: String }
@@ -50,8 +55,7 @@ enum EnvironmentArguments {
         var added: [String] = []
         for option in declared(by: command) {
             guard let value = environment[option.variable] else { continue }
-            let given = arguments.contains { $0 == "--\(option.name)" || $0.hasPrefix("--\(option.name)=") }
-            guard !given else { continue }
+            guard !option.isGiven(in: arguments) else { continue }
             if option.takesValue {
                 merged.append("--\(option.name)=\(value)")
             } else {
@@ -75,7 +79,7 @@ enum EnvironmentArguments {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let environment = ProcessInfo.processInfo.environment
         return declared(by: command).map { option in
-            if arguments.contains(where: { $0 == "--\(option.name)" || $0.hasPrefix("--\(option.name)=") }) { return (option, .commandLine) }
+            if option.isGiven(in: arguments) { return (option, .commandLine) }
             if environment[option.variable] != nil { return (option, .environment) }
             return (option, .default)
         }

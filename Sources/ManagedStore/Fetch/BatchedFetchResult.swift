@@ -36,6 +36,7 @@ public final class BatchedFetchResult: RandomAccessCollection {
     /// The object at `position`, or the error reading its batch.
     public func object(at position: Int) throws(FetchError) -> ManagedObject {
         context.assertOnQueue()
+        // As an Array subscript does: an index out of range is the caller's bug, not the store's state.
         precondition(indices.contains(position), "index \(position) is out of the result's \(count) objects")
         let batch = position / batchSize
         if let current, current.batch == batch { return current.objects[position - batch * batchSize] }

@@ -18,9 +18,6 @@ final class FaultBatch {
 }
 
 extension ManagedObjectContext {
-    /// Most keys bound in one `IN (...)` list; SQLite allows 32766 parameters.
-    static let keysPerRowQuery = 500
-
     /// `fetch(_:)` with a batch size: the matching objects, in order, as faults in batches of
     /// `batchSize`; the first batch is read at once.
     func fetchInBatches(_ prepared: PreparedFetch, batchSize: Int) throws(FetchError) -> [ManagedObject] {
@@ -79,25 +76,13 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Gives each object (all saved, of one fetch) its row, read in a few `IN` queries, in one snapshot.
+    /// Gives each object (all saved, of one fetch) its row, read in one snapshot.
     private func loadRows(of objects: [ManagedObject]) throws(ContextError) {
         let byEntity = Dictionary(grouping: objects, by: { $0.entity.index })
         do {
             try readStore { connection in
                 for (_, group) in byEntity {
-                    let entity = group[0].entity
-                    var rows: [Int64: StoredRow] = [:]
-                    for chunk in group.compactMap(\.objectID.primaryKey).chunked(Self.keysPerRowQuery) {
-                        let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-                        let sql = "SELECT \(entity.rowColumnsSQL) FROM \(entity.table) AS t0 WHERE t0.\"_pk\" IN (\(list))"
-                        try connection.withStatement(sql) { statement throws(StoreError) in
-                            for (i, key) in chunk.enumerated() { statement.bind(key, at: Int32(i + 1)) }
-                            while try statement.step() {
-                                let (pk, row) = RowSQL.readRow(from: statement, entity: entity)
-                                rows[pk] = row
-                            }
-                        }
-                    }
+                    let rows = try RowSQL.loadRows(connection, entity: group[0].entity, pks: group.compactMap(\.objectID.primaryKey))
                     for object in group where object.isFault {
                         if let row = object.objectID.primaryKey.flatMap({ rows[$0] }) { object.prefetchedRow = row } else { markInaccessible(object) }
                     }

@@ -67,6 +67,8 @@ final class AsynchronousFetchRun: @unchecked Sendable {
     private var next: FetchCursor?
     private var offset = 0
     private var remaining = Int.max
+    /// The result was read whole, unsaved changes counted (a child context asks its parent once).
+    private var answeredWhole = false
 
     init(context: ManagedObjectContext, request: AsynchronousFetchRequest, handle: AsynchronousFetch,
          progress: (@Sendable (FetchProgress) -> Void)?, completion: @escaping Completion) {
@@ -94,7 +96,7 @@ final class AsynchronousFetchRun: @unchecked Sendable {
             // The context's own unsaved changes count as they stand now, at the end: with any
             // that touch the fetched entities, the fetch runs once more with them, in the same
             // snapshot, exactly as `fetchObjectIDs(_:)` would (rare for a long read).
-            if prepared.request.includesPendingChanges && context.hasPendingChanges(in: prepared.entitiesRead) {
+            if !answeredWhole && prepared.request.includesPendingChanges && context.hasPendingChanges(in: prepared.entitiesRead) {
                 found = try inSnapshot { () throws(FetchError) in try context.objectIDs(prepared) }
             }
             let final = FetchProgress(completedCount: found.count, totalCount: found.count)
@@ -153,6 +155,7 @@ final class AsynchronousFetchRun: @unchecked Sendable {
         if context.parent != nil {
             // A child's result comes from its parent, which holds no snapshot to page through.
             found = try context.objectIDs(prepared)
+            answeredWhole = true
             return false
         }
         var page = prepared

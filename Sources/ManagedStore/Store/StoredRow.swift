@@ -37,6 +37,26 @@ enum RowSQL {
         }
     }
 
+    /// Most keys bound in one `IN (...)` list: SQLite allows 32766 parameters; stay well under it.
+    static let keysPerQuery = 500
+
+    /// The rows with these primary keys, by key (a key with no row is absent), in a few `IN` queries.
+    static func loadRows(_ connection: SQLiteConnection, entity: Entity, pks: [Int64]) throws(StoreError) -> [Int64: StoredRow] {
+        var rows: [Int64: StoredRow] = [:]
+        for chunk in pks.chunked(keysPerQuery) {
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            let sql = "SELECT \(entity.rowColumnsSQL) FROM \(entity.table) AS t0 WHERE t0.\"_pk\" IN (\(list))"
+            try connection.withStatement(sql) { statement throws(StoreError) in
+                for (i, key) in chunk.enumerated() { statement.bind(key, at: Int32(i + 1)) }
+                while try statement.step() {
+                    let (pk, row) = readRow(from: statement, entity: entity)
+                    rows[pk] = row
+                }
+            }
+        }
+        return rows
+    }
+
     /// Primary keys of the destinations of `relationship` for the object `pk`, ascending.
     /// (For a relationship stored as this row's foreign key, read the row instead.)
     static func relatedKeys(_ connection: SQLiteConnection, entity: Entity, relationship r: Int, pk: Int64) throws(StoreError) -> [Int64] {
@@ -53,11 +73,7 @@ enum RowSQL {
                             relationship: Relationship, owners: [Int64]) throws(StoreError) -> [Int64: [Int64]] {
         let destination = model.schema[relationship.destinationIndex]
         var result: [Int64: [Int64]] = [:]
-        // SQLite allows 32766 parameters; stay well under it.
-        var start = 0
-        while start < owners.count {
-            let chunk = owners[start..<min(start + 500, owners.count)]
-            start += 500
+        for chunk in owners.chunked(keysPerQuery) {
             let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
             let sql: String
             switch relationship.storage {

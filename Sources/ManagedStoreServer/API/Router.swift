@@ -85,7 +85,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         let segments = request.pathSegments
         guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]),
               // A request the token does not allow is answered by `handle`, never read.
-              (try? access.require(try access.authenticate(request), .write, on: .entity(entity.name))) != nil,
+              access.allows(request, .write, on: .entity(entity.name)),
               let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)
         else { return nil }
         return NDJSONImport(entity: entity, coordinator: coordinator, writes: writes, policy: policy, author: parser.author(request),
@@ -158,8 +158,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
 
     private func collection(_ request: HTTPRequest, entityName: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
-        let reading = request.method == "GET" || request.method == "HEAD"
-        try access.require(token, reading ? .read : .write, on: .entity(entity.name))
+        try access.require(token, AccessControl.level(for: request.method), on: .entity(entity.name))
         switch request.method {
         case "GET", "HEAD":
             return .respond(try reads.fetch(request, entity: entity))
@@ -176,8 +175,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
 
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
-        let reading = request.method == "GET" || request.method == "HEAD"
-        try access.require(token, reading ? .read : .write, on: .entity(entity.name))
+        try access.require(token, AccessControl.level(for: request.method), on: .entity(entity.name))
         guard let pk = Int64(key), pk > 0, let id = coordinator.managedObjectID(entityName: entity.name, primaryKey: pk) else {
             throw Problem.notFound("no object \(entityName)/\(key.prefix(40)) (keys are positive integers)")
         }

@@ -37,23 +37,29 @@ struct AccessControl: Sendable {
     /// 403 unless `token` (nil on an open server: allowed) may do `level` on `target`.
     func require(_ token: AccessToken?, _ level: AccessScope.Level, on target: Target) throws(Problem) {
         guard let token else { return }
-        let allowed = token.scopes.contains { scope in
-            guard scope.level >= level else { return false }
-            switch target {
-            case .entity(let name): return scope.entity == nil || scope.entity == name
-            case .anyEntity: return true
-            case .wholeStore: return scope.entity == nil
-            }
+        guard !token.scopes.contains(where: { $0.allows(level, on: target) }) else { return }
+        let what: String
+        switch target {
+        case .entity(let name): what = "\(level.name) \(name)"
+        case .anyEntity: what = "\(level.name)"
+        case .wholeStore: what = "\(level.name) (on every entity)"
         }
-        guard allowed else {
-            let what: String
-            switch target {
-            case .entity(let name): what = "\(level.name) \(name)"
-            case .anyEntity: what = "\(level.name)"
-            case .wholeStore: what = "\(level.name) (on every entity)"
-            }
-            throw Problem.forbidden("the token '\(token.name)' may not \(what): it has \(token.scopes.map(\.description).joined(separator: ", "))")
+        throw Problem.forbidden("the token '\(token.name)' may not \(what): it has \(token.scopes.map(\.description).joined(separator: ", "))")
+    }
+
+    /// Whether `request` presents a token (if the server needs one) that may do `level` on `target`.
+    func allows(_ request: HTTPRequest, _ level: AccessScope.Level, on target: Target) -> Bool {
+        do {
+            try require(try authenticate(request), level, on: target)
+            return true
+        } catch {
+            return false
         }
+    }
+
+    /// The level a request with `method` needs on the objects it names.
+    static func level(for method: String) -> AccessScope.Level {
+        method == "GET" || method == "HEAD" ? .read : .write
     }
 
     /// The entities `token` may `level`; nil for all of them.

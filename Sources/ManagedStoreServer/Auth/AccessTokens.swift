@@ -36,11 +36,14 @@ public struct AccessScope: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { level.name + (entity.map { ":" + $0 } ?? "") }
 
-    /// Whether this scope allows `needed` on `entity` (nil: the request names no entity).
-    func allows(_ needed: Level, on entity: String?) -> Bool {
+    /// Whether this scope allows `needed` on `target`.
+    func allows(_ needed: Level, on target: AccessControl.Target) -> Bool {
         guard level >= needed else { return false }
-        guard let own = self.entity else { return true }
-        return entity == own
+        switch target {
+        case .entity(let name): return entity == nil || entity == name
+        case .anyEntity: return true
+        case .wholeStore: return entity == nil
+        }
     }
 }
 
@@ -64,9 +67,6 @@ public struct AccessToken: Sendable {
         self.digest = SHA256.digest(Array(token.utf8))
         self.scopes = scopes
     }
-
-    /// Whether any scope allows `level` on `entity`.
-    func allows(_ level: AccessScope.Level, on entity: String?) -> Bool { scopes.contains { $0.allows(level, on: entity) } }
 
     private static func bytes(fromHex hex: String) -> [UInt8]? {
         let digits = Array(hex.lowercased().utf8)
