@@ -11,6 +11,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
         // The system's SQLite (WAL, prepared statements) found through pkg-config.
@@ -32,7 +33,7 @@ let package = Package(
         ),
         .target(
             name: "ManagedStoreServer",
-            dependencies: ["ManagedStore", "CMicroHTTPD"],
+            dependencies: ["ManagedStore", "CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -41,6 +42,7 @@ let package = Package(
                 "ManagedStore",
                 "ManagedStoreServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -51,7 +53,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ManagedStoreServerTests",
-            dependencies: ["ManagedStoreServer", "ManagedStore"],
+            dependencies: ["ManagedStoreServer", "ManagedStore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

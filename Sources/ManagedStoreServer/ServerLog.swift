@@ -1,10 +1,11 @@
-import Foundation
+import Logging
 
-/// Lines for the operator on stderr: what went wrong inside the server, in words a client
-/// never sees (SQLite's messages, SQL). One write per line, so lines from several threads
-/// never interleave.
+/// Lines for the operator: what went wrong inside the server, in words a client never sees
+/// (SQLite's messages, SQL). Through swift-log, so `serve --log-format` decides their form.
 enum ServerLog {
+    private static let logger = Logger(label: "managedstore")
+
     static func error(_ message: String) {
-        FileHandle.standardError.write(Data("managedstore: error: \(message)\n".utf8))
+        logger.error("\(message)")
     }
 }

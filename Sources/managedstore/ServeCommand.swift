@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ManagedStore
 import ManagedStoreServer
 
@@ -78,6 +79,8 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Serve every address without tokens. Without it and without tokens, a server on an address other than loopback makes tokens.json beside the store, with one admin token printed once.")
     var insecureOpen = false
 
+    @Option(help: "The form of the log lines on stderr: text (logfmt) or json (one object a line).")
+    var logFormat = "text"
     @Flag(help: "Print the effective settings and where each came from (command line, environment, default), secrets masked, and exit.")
     var printConfig = false
 
@@ -90,6 +93,7 @@ struct ServeCommand: ParsableCommand {
             throw ValidationError("--history-retention must be a whole number of s, m, h or d (7d, 12h), from 1s to 36500d, or forever")
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
+        guard LineLogHandler.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
         guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
             throw ValidationError("--read-contexts, --max-body-bytes, --threads, --connection-timeout, --max-inflight-body-bytes and --body-timeout must be positive")
         }
@@ -107,17 +111,14 @@ struct ServeCommand: ParsableCommand {
             return
         }
         let signals = SignalWaiter()
+        let format = LineLogHandler.Format(rawValue: logFormat) ?? .text
+        LoggingSystem.bootstrap { _ in LineLogHandler(format: format) }
+        let logger = Logger(label: "managedstore")
         let loaded = try loadModel(model)
-        let coordinator: PersistentStoreCoordinator
-        do {
-            var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)
-            description.recordsHistory = !noHistory
-            coordinator = try PersistentStoreCoordinator(model: loaded, store: description)
-        } catch {
-            FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
-            throw ExitCode(1)
-        }
+        var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)
+        description.recordsHistory = !noHistory
         var service = ServiceConfiguration()
+        service.logger = logger
         service.accessTokens = try accessTokens()
         service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
         service.requireIfMatch = requireIfMatch
@@ -132,8 +133,19 @@ struct ServeCommand: ParsableCommand {
         http.connectionTimeout = connectionTimeout
         http.maxInflightBodyBytes = maxInflightBodyBytes
         http.bodyTimeout = bodyTimeout
-        let server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
-        do { try server.start() } catch {
+        // The port opens first; the store is opened (and migrated) on a thread of its own, so
+        // /v1/healthz answers at once and /v1/readyz says 503 until the store is ready.
+        let storeDescription = description
+        let server = ManagedStoreServer(opening: { try PersistentStoreCoordinator(model: loaded, store: storeDescription) },
+                                        service: service, http: http)
+        do {
+            try server.start(failed: { error in
+                // Nothing can be served: say why and leave (the port closes with the process).
+                logger.critical("the store could not be opened", metadata: ["error": .string("\(error)")])
+                FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
+                Glibc.exit(1)
+            })
+        } catch {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
             throw ExitCode(1)
         }
@@ -150,9 +162,17 @@ struct ServeCommand: ParsableCommand {
         say("  curl -s \(base)/v1/model")
         say("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
         say("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
-        signals.wait()
+        Thread.detachNewThread {
+            if server.waitUntilLoaded(timeout: .infinity), server.service != nil {
+                logger.info("ready", metadata: ["store": .string(store), "model": .string(loaded.name)])
+            }
+        }
+        let signal = signals.wait()
+        logger.info("stopping", metadata: ["signal": .string(signal), "timeout_s": .stringConvertible(shutdownTimeout)])
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")
+        let started = Date()
         server.stop(timeout: shutdownTimeout)
+        logger.info("stopped", metadata: ["after_ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))])
         say("managedstore: stopped")
     }
 

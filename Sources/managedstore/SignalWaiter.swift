@@ -5,8 +5,11 @@ import Foundation
 ///
 /// Installed before the server starts listening: a signal that arrives between the start-up
 /// line and the wait must not find the default action (ending the process at once).
-final class SignalWaiter {
+final class SignalWaiter: @unchecked Sendable {
+    // @unchecked Sendable: `received` is only touched under `lock`; the rest is constant.
     private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var received = "SIGTERM"
     private let sources: [DispatchSourceSignal]
 
     /// Starts catching the signals now.
@@ -18,15 +21,23 @@ final class SignalWaiter {
             sources.append(source)
         }
         self.sources = sources
-        for source in sources {
-            source.setEventHandler { [done] in done.signal() }
+        for (source, name) in zip(sources, ["SIGINT", "SIGTERM"]) {
+            source.setEventHandler { [self] in
+                lock.lock()
+                received = name
+                lock.unlock()
+                done.signal()
+            }
             source.resume()
         }
     }
 
-    /// Blocks until one of the signals arrived (since `init`).
-    func wait() {
+    /// Blocks until one of the signals arrived (since `init`); returns its name.
+    func wait() -> String {
         done.wait()
         sources.forEach { $0.cancel() }
+        lock.lock()
+        defer { lock.unlock() }
+        return received
     }
 }

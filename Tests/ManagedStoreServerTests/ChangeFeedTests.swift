@@ -141,7 +141,7 @@ struct ChangeFeedTests {
         let since = try Page(harness.request("GET", "/v1/changes?since=0")).next
 
         let poll = Background { try Page(harness.request("GET", "/v1/changes?since=\(since)&wait=30")) }
-        try waitUntil("the long-poll is parked") { harness.server.service.changes.waitingCount == 1 }
+        try waitUntil("the long-poll is parked") { harness.service.changes.waitingCount == 1 }
         #expect(poll.result == nil, "nothing newer yet: still waiting")
         #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "b"}"#, headers: [("Author", "bob")]).status == 201)
 
@@ -149,7 +149,7 @@ struct ChangeFeedTests {
         #expect(page.tokens.count == 1, "the write another client made")
         #expect(page.authors == ["bob"])
         #expect(page.changes(0).map(\.object) == ["Tag/2"])
-        #expect(harness.server.service.changes.waitingCount == 0)
+        #expect(harness.service.changes.waitingCount == 0)
     }
 
     @Test("a long-poll with nothing newer ends after wait seconds with an empty page; one with something newer answers at once")
@@ -166,12 +166,12 @@ struct ChangeFeedTests {
     func longPollFilteredByEntity() throws {
         let harness = try ServerHarness()
         let poll = Background { try Page(harness.request("GET", "/v1/changes?since=0&wait=30&entity=Project")) }
-        try waitUntil("the long-poll is parked") { harness.server.service.changes.waitingCount == 1 }
+        try waitUntil("the long-poll is parked") { harness.service.changes.waitingCount == 1 }
         #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "a"}"#).status == 201)
         #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "b"}"#).status == 201)
         // The Tag writes are committed and read by the feed before the Project write is made.
         try waitUntil("the feed has looked at the Tag writes") { (try? harness.coordinator.historyTransactionCount()) == 2 }
-        #expect(harness.server.service.changes.waitingCount == 1, "still waiting")
+        #expect(harness.service.changes.waitingCount == 1, "still waiting")
         #expect(try harness.request("POST", "/v1/objects/Project", json: #"{"name": "Apollo"}"#).status == 201)
         let page = try #require(try poll.wait(seconds: 20))
         #expect(page.changes(0).map(\.object) == ["Project/1"])
@@ -182,7 +182,7 @@ struct ChangeFeedTests {
     func stopAnswersLongPolls() throws {
         let harness = try ServerHarness()
         let polls = (0..<3).map { _ in Background { try Page(harness.request("GET", "/v1/changes?since=0&wait=60")) } }
-        try waitUntil("the long-polls are parked") { harness.server.service.changes.waitingCount == 3 }
+        try waitUntil("the long-polls are parked") { harness.service.changes.waitingCount == 3 }
         let stopped = Background { harness.server.stop(timeout: 30) }
         for poll in polls {
             let page = try #require(try poll.wait(seconds: 20), "answered, not left hanging until wait runs out")
@@ -409,17 +409,3 @@ private struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
-
-/// Polls `condition` every 10 ms for up to `seconds` (bounded); fails the test if it never holds.
-private func waitUntil(_ what: String, seconds: Double = 10, _ condition: () -> Bool) throws {
-    let deadline = Date(timeIntervalSinceNow: seconds)
-    while !condition() {
-        guard Date() < deadline else {
-            Issue.record("timed out waiting until \(what)")
-            throw WaitTimedOut()
-        }
-        Thread.sleep(forTimeInterval: 0.01)
-    }
-}
-
-private struct WaitTimedOut: Error {}

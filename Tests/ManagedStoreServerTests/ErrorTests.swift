@@ -104,7 +104,7 @@ struct ErrorTests {
     func unavailable() throws {
         let harness = try ServerHarness()
         #expect(try harness.request("GET", "/v1/readyz").status == 200)
-        harness.server.service.stop()
+        harness.service.stop()
         let ready = try harness.request("GET", "/v1/readyz")
         Self.check(ready, 503, "unavailable")
         #expect(ready.header("Retry-After") != nil)

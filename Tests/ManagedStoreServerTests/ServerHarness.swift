@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 @testable import ManagedStore
 @testable import ManagedStoreServer
 
@@ -37,6 +38,12 @@ final class ServerHarness: @unchecked Sendable {
 
     var port: UInt16 { server.port }
 
+    /// The service (a harness's store is open before its server starts, so it is always there).
+    var service: ManagedStoreService {
+        guard let service = server.service else { preconditionFailure("the harness's server started without its service") }
+        return service
+    }
+
     func client() throws -> RawHTTPClient { try RawHTTPClient(port: port) }
 
     /// One request on a fresh connection.
@@ -71,3 +78,17 @@ extension String {
         addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? self
     }
 }
+
+/// Polls `condition` every 10 ms for up to `seconds` (bounded); fails the test if it never holds.
+func waitUntil(_ what: String, seconds: Double = 10, _ condition: () -> Bool) throws {
+    let deadline = Date(timeIntervalSinceNow: seconds)
+    while !condition() {
+        guard Date() < deadline else {
+            Issue.record("timed out waiting until \(what)")
+            throw WaitTimedOut()
+        }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+}
+
+struct WaitTimedOut: Error {}

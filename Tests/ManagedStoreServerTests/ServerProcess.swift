@@ -53,7 +53,7 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts `serve --demo` on a free port with a store file in a new folder, and waits for
     /// the start-up line (which must come at once, though stdout is a pipe).
-    init(arguments: [String] = [], environment: [String: String] = [:]) throws {
+    init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = try Self.executable
@@ -83,6 +83,18 @@ final class ServerProcess: @unchecked Sendable {
         self.port = port
         // Keep reading stdout so the server never blocks on a full pipe.
         output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+        if waitUntilReady { try self.waitUntilReady(seconds: 30) }
+    }
+
+    /// Polls `/v1/readyz` (the store opens after the port does) until it answers 200.
+    func waitUntilReady(seconds: Double) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let status = try? RawHTTPClient(port: port).request("GET", "/v1/readyz").status, status == 200 { return }
+            guard process.isRunning else { throw Failure.noBanner("the server exited before it was ready: \(stderr.suffix(500))") }
+            usleep(20_000)
+        }
+        throw Failure.noBanner("the server was not ready within \(seconds) s")
     }
 
     deinit {

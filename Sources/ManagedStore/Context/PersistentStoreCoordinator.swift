@@ -191,11 +191,20 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// The size of the store's `-wal` file in bytes (0 when there is none, or in memory).
-    public var walSize: Int64 {
+    public var walSize: Int64 { fileSize(suffix: "-wal") }
+
+    /// The size of the store's database file in bytes, without its WAL (0 in memory).
+    public var storeSize: Int64 { fileSize(suffix: "") }
+
+    private func fileSize(suffix: String) -> Int64 {
         guard case .file(let url) = storeDescription.location else { return 0 }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path + "-wal")
+        let attributes = try? FileManager.default.attributesOfItem(atPath: url.path + suffix)
         return (attributes?[.size] as? NSNumber)?.int64Value ?? 0
     }
+
+    /// How long reads have waited for one of the store's readers so far (a read of an
+    /// in-memory store goes through the writer, and is not counted).
+    public var readerWaitHistogram: Histogram { readers.waitHistogram }
 
     /// Calls `observer` after every transaction the store commits (on the committing thread,
     /// holding the writer: hand anything more than a signal to another queue). What a change

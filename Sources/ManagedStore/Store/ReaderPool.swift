@@ -43,6 +43,8 @@ final class ReaderPool: @unchecked Sendable {
 
     private var idle: [Reader]
     private let condition = NSCondition()
+    /// How long loans waited for a reader (0 for those that found one idle), in seconds.
+    private var waits = Histogram(bounds: Histogram.latencyBounds)
 
     init(_ connections: [SQLiteConnection?]) {
         self.idle = connections.enumerated().map { Reader(number: $0.offset, connection: $0.element) }
@@ -53,7 +55,14 @@ final class ReaderPool: @unchecked Sendable {
     /// ends it too, so the next loan starts clean.
     func withReader<T>(currentCommit: () -> Int, _ body: (Reader) throws -> T) throws -> T {
         condition.lock()
-        while idle.isEmpty { condition.wait() }
+        if idle.isEmpty {
+            // The clock is read only when there is a wait to time: a loan is on every read's path.
+            let start = DispatchTime.now().uptimeNanoseconds
+            while idle.isEmpty { condition.wait() }
+            waits.record(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        } else {
+            waits.record(0)
+        }
         let reader = idle.removeLast()
         condition.unlock()
         defer {
@@ -69,6 +78,13 @@ final class ReaderPool: @unchecked Sendable {
             Self.endSnapshot(reader)
             throw error
         }
+    }
+
+    /// How long loans have waited for a reader so far.
+    var waitHistogram: Histogram {
+        condition.lock()
+        defer { condition.unlock() }
+        return waits
     }
 
     /// Opens `reader`'s read transaction on the state as of commit `now`, unless the one it

@@ -48,6 +48,7 @@ public final class WriteQueue: @unchecked Sendable {
     private let readingContext: ManagedObjectContext?
     private var unitCount = 0
     private var transactionCount = 0
+    private var groupSizes = Histogram(bounds: Histogram.groupSizeBounds)
 
     /// A queue writing to `coordinator`'s store. With `groupCommit` off, every unit commits
     /// alone (for comparison: that is what group commit saves).
@@ -126,6 +127,13 @@ public final class WriteQueue: @unchecked Sendable {
         return (unitCount, transactionCount)
     }
 
+    /// How many units each group so far ran in its transaction.
+    public var groupSizeHistogram: Histogram {
+        condition.lock()
+        defer { condition.unlock() }
+        return groupSizes
+    }
+
     /// Work waiting to run.
     public var depth: Int {
         condition.lock()
@@ -155,6 +163,7 @@ public final class WriteQueue: @unchecked Sendable {
             condition.lock()
             unitCount += batch.count
             transactionCount += 1
+            groupSizes.record(Double(batch.count))
             condition.unlock()
             let finishes = zip(batch, undone).map { job, undone in
                 let finish = job.finish

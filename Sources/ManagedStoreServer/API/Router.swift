@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ManagedStore
 
 /// How the service behaves, from `managedstore serve`'s flags.
@@ -21,6 +22,8 @@ public struct ServiceConfiguration: Sendable {
     /// The bearer tokens the server accepts; none: every request is allowed (the server then
     /// listens on loopback only, unless told `--insecure-open`).
     public var accessTokens: [AccessToken] = []
+    /// Where the line per request goes (`LineLogHandler` in `serve`); by default nowhere.
+    public var logger = Logger(label: "managedstore", factory: { _ in SwiftLogNoOpLogHandler() })
 
     public init() {}
 }
@@ -39,11 +42,13 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// Every entity's JSON keys, made once.
     let layouts: JSONLayouts
     let access: AccessControl
+    let metrics: ServiceMetrics
     private let ready = ReadyFlag()
 
-    public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration) {
+    public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration, metrics: ServiceMetrics = ServiceMetrics()) {
         self.coordinator = coordinator
         self.configuration = configuration
+        self.metrics = metrics
         self.layouts = JSONLayouts(coordinator.model)
         self.access = AccessControl(tokens: configuration.accessTokens)
         self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
@@ -111,6 +116,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         // Probes never need a token; everything else is checked (401) before anything is read.
         let isProbe = request.method == "GET" && rest.count == 1 && (rest.first == "healthz" || rest.first == "readyz")
         let token = isProbe ? nil : try access.authenticate(request)
+        request.notes.tokenName = token?.name
         switch (request.method, rest.count, rest.first) {
         case ("GET", 1, "model"), ("HEAD", 1, "model"):
             try access.require(token, .read, on: .anyEntity)
@@ -124,6 +130,9 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case ("GET", 1, "readyz"):
             guard ready.value else { throw Problem.unavailable("the store is not ready") }
             return .respond(.json(200, Array(#"{"status":"ready"}"#.utf8)))
+        case ("GET", 1, "metrics"):
+            try access.require(token, .admin, on: .wholeStore)
+            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusText.contentType)], body: metricsText().utf8Array))
         case ("GET", 1, "openapi.yaml"):
             try access.require(token, .read, on: .anyEntity)
             return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: OpenAPIDocument.yaml.utf8Array))
@@ -149,7 +158,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
-        case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"):
+        case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"), (_, 1, "metrics"):
             throw Problem.methodNotAllowed(request.method, allowed: ["GET"])
         default:
             throw Problem.notFound("no resource at \(request.path)")
@@ -194,8 +203,9 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// Suspends the connection and queues the write; its answer is written as JSON off the
     /// write thread, then the connection resumes with it.
     private func enqueue(_ write: WriteRequest) -> HTTPHandlerOutcome {
-        .suspend { [writes, layouts] deferred in
+        .suspend { [writes, layouts, metrics] deferred in
             writes.submit({ context in write.perform(in: context) }, completion: { outcome in
+                metrics.recordConflicts(of: outcome, policy: write.mergePolicy.name)
                 // Resumed from the write queue's thread; the answer is made on the MHD thread.
                 deferred.complete { WriteResponse.make(outcome, layouts: layouts) }
             })

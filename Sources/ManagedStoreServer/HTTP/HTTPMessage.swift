@@ -10,14 +10,21 @@ public struct HTTPRequest: Sendable {
     /// costs less than hashing every name into a dictionary, which a GET paid for each field.
     public let headers: [(name: String, value: String)]
     public let body: [UInt8]
+    /// The request's ID, echoed in its `Request-Id` header and written in its log line.
+    public let id: String
+    /// What the handler learns about the request for its log line.
+    public let notes: RequestNotes
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                id: String = "", notes: RequestNotes = RequestNotes()) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
+        self.id = id
+        self.notes = notes
     }
 
     /// The value of header `name`, compared without regard to ASCII case (the last one wins
@@ -58,7 +65,9 @@ public struct HTTPRequest: Sendable {
 
     /// The path's non-empty segments: `/v1/objects/Task/42` gives `v1`, `objects`, `Task`, `42`.
     /// Split on bytes: `String.split` walks Characters, and cost a tenth of a GET.
-    public var pathSegments: [String] {
+    public var pathSegments: [String] { Self.segments(of: path) }
+
+    static func segments(of path: String) -> [String] {
         var segments: [String] = []
         segments.reserveCapacity(4)
         var path = path
@@ -106,9 +115,37 @@ public enum HTTPHandlerOutcome: Sendable {
     case stream(ResponseStream)
 }
 
+/// What a handler notes about a request while handling it, for the line the request's end
+/// logs: the name of the token it came with.
+///
+/// `@unchecked Sendable`: written while the request is handled and read when it has ended, both
+/// on the connection's libmicrohttpd thread (a suspended request is resumed under the server's
+/// lock before that thread reads anything), never from two threads at once.
+public final class RequestNotes: @unchecked Sendable {
+    public var tokenName: String?
+    public init() {}
+}
+
+/// A request that has ended: answered and sent, or its connection closed without an answer.
+public struct CompletedRequest: Sendable {
+    public let method: String
+    public let path: String
+    public let id: String
+    /// The status sent; nil when the connection closed before an answer was queued.
+    public let status: Int?
+    /// Body bytes of the answer (a stream's: those sent).
+    public let bytes: Int
+    /// From the request's headers to its end, in seconds.
+    public let seconds: Double
+    public let notes: RequestNotes
+}
+
 /// Answers requests. Called on libmicrohttpd's threads; must not block for long.
 public protocol HTTPRequestHandler: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome
+    /// Hears of every request once it has ended, answered or not (for logs and metrics), on a
+    /// libmicrohttpd thread.
+    func requestCompleted(_ request: CompletedRequest)
     /// A consumer for this request's body, to be read as it arrives instead of gathered whole
     /// (then `handle` is not called for it); nil for the ordinary way. Asked once the headers
     /// are in (`request.body` is empty).
@@ -117,6 +154,7 @@ public protocol HTTPRequestHandler: Sendable {
 
 extension HTTPRequestHandler {
     public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? { nil }
+    public func requestCompleted(_ request: CompletedRequest) {}
 }
 
 /// A request body read piece by piece as it arrives, with flow control: when the consumer has

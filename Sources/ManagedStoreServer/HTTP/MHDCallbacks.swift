@@ -22,6 +22,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         let statePointer = Unmanaged.passUnretained(state).toOpaque()
         MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, statePointer)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
+        state.id = RequestID.pick(from: state.headers)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
         if let stream = server.handler.bodyStream(for: state.request) {
@@ -32,10 +33,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
             if declared > configuration.maxBodyBytes {
-                return mhdQueue(connection, Problem.payloadTooLarge(limit: configuration.maxBodyBytes).response)
+                return mhdQueue(connection, Problem.payloadTooLarge(limit: configuration.maxBodyBytes).response, state: state)
             }
             if !server.reserveBody(declared, for: state) {
-                return mhdQueue(connection, Problem.bodiesBusy().response)
+                return mhdQueue(connection, Problem.bodiesBusy().response, state: state)
             }
         }
         return .YES
@@ -46,7 +47,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         state.makeResponse = nil
         state.response = make()
     }
-    if let response = state.response { return mhdQueue(connection, response) }
+    if let response = state.response { return mhdQueue(connection, response, state: state) }
     if let stream = state.bodyStream {
         return mhdStreamBody(connection, state: state, stream: stream, server: server, uploadData, uploadDataSize)
     }
@@ -77,11 +78,11 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         }
         return .YES
     }
-    if let refusal = state.refusal { return mhdQueue(connection, refusal.response) }
+    if let refusal = state.refusal { return mhdQueue(connection, refusal.response, state: state) }
     if server.isStopping {
         var response = Problem.unavailable("the server is shutting down; nothing was done").response
         response.headers.append(("Connection", "close"))
-        return mhdQueue(connection, response)
+        return mhdQueue(connection, response, state: state)
     }
 
     let outcome = server.handler.handle(state.request)
@@ -95,9 +96,9 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
 private func mhdAnswer(_ connection: OpaquePointer, _ outcome: HTTPHandlerOutcome, state: RequestState, server: HTTPServer) -> MHD_Result {
     switch outcome {
     case .respond(let response):
-        return mhdQueue(connection, response)
+        return mhdQueue(connection, response, state: state)
     case .stream(let stream):
-        return mhdQueueStream(connection, stream, server: server)
+        return mhdQueueStream(connection, stream, state: state, server: server)
     case .suspend(let start):
         state.isSuspended = true
         let deferred = DeferredResponse(state: state, connection: connection, server: server)
@@ -140,6 +141,7 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
     state.takeUnretainedValue().bodyStream?.cancel()
     server.requestEnded(state.takeUnretainedValue())
+    server.handler.requestCompleted(state.takeUnretainedValue().completed)
     state.release()
     requestContext.pointee = nil
 }
@@ -170,20 +172,25 @@ func mhdAddHeaders(_ headers: [(name: String, value: String)], to response: Opaq
     }
 }
 
-/// Queues `response` on the connection (MHD copies the body).
-func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
+/// Queues `response` on the connection (MHD copies the body), with the request's ID.
+func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse, state: RequestState) -> MHD_Result {
     let made = response.body.withUnsafeBytes { bytes in
         MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
     }
     guard let made else { return .NO }
     mhdAddHeaders(response.headers, to: made)
+    mhdAddHeaders([("Request-Id", state.id)], to: made)
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
+    if result == .YES {
+        state.sentStatus = response.status
+        state.sentBytes = response.body.count
+    }
     return result
 }
 
 /// Queues a streaming answer: its headers now, its body pulled through `mhdStreamRead`.
-func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, server: HTTPServer) -> MHD_Result {
+func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, state: RequestState, server: HTTPServer) -> MHD_Result {
     stream.attach(connection, server: server)
     server.noteStream(stream)
     let context = Unmanaged.passRetained(stream).toOpaque()
@@ -193,8 +200,13 @@ func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, serve
         return .NO
     }
     mhdAddHeaders(stream.headers, to: made)
+    mhdAddHeaders([("Request-Id", state.id)], to: made)
     let result = MHD_queue_response(connection, UInt32(stream.status), made)
     MHD_destroy_response(made)
+    if result == .YES {
+        state.sentStatus = stream.status
+        state.sentStream = stream
+    }
     return result
 }
 

@@ -32,6 +32,13 @@ final class RequestState: @unchecked Sendable {
     var bodyStream: HTTPBodyStream?
     /// The upload is paused for the body stream (only touched under the server's lock).
     var uploadPaused = false
+    /// Set once the headers are in (`RequestID.pick`), then sent back on every answer.
+    var id = ""
+    let notes = RequestNotes()
+    /// What was queued as the answer: its status and body size (a stream counts as it sends).
+    var sentStatus: Int?
+    var sentBytes = 0
+    var sentStream: ResponseStream?
 
     init(method: String, path: String) {
         self.method = method
@@ -40,7 +47,13 @@ final class RequestState: @unchecked Sendable {
 
     func header(_ name: String) -> String? { HTTPRequest.header(name, in: headers) }
 
-    var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body) }
+    var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body, id: id, notes: notes) }
+
+    /// The request as it ended, for logs and metrics.
+    var completed: CompletedRequest {
+        CompletedRequest(method: method, path: path, id: id, status: sentStatus, bytes: sentStream?.bytesSent ?? sentBytes,
+                         seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, notes: notes)
+    }
 }
 
 /// The way to answer a suspended request from any thread, exactly once: a second answer (the

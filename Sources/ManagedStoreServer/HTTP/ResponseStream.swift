@@ -20,6 +20,7 @@ public final class ResponseStream: @unchecked Sendable {
     private var connection: OpaquePointer?
     private weak var server: HTTPServer?
     private var onEnd: (@Sendable () -> Void)?
+    private var sent = 0
 
     public init(status: Int = 200, headers: [(name: String, value: String)]) {
         self.status = status
@@ -60,6 +61,13 @@ public final class ResponseStream: @unchecked Sendable {
         return pending.count
     }
 
+    /// Bytes libmicrohttpd has taken to send so far.
+    var bytesSent: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return sent
+    }
+
     /// Calls `handler` once when the stream ends, however it ends.
     public func onEnd(_ handler: @escaping @Sendable () -> Void) {
         lock.lock()
@@ -94,6 +102,7 @@ public final class ResponseStream: @unchecked Sendable {
                 buffer.withMemoryRebound(to: UInt8.self, capacity: count) { $0.update(from: base, count: count) }
             }
             pending.removeFirst(count)
+            sent += count
             return count
         }
         if closed { return -1 }

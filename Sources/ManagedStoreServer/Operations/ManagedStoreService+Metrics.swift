@@ -1,0 +1,61 @@
+import Foundation
+import ManagedStore
+
+extension ServiceMetrics {
+    /// Counts the conflict a write met, if it met one: a 409 under `policy`, or one its merge
+    /// policy resolved.
+    func recordConflicts(of outcome: WriteOutcome<WriteResult>, policy: String) {
+        guard case .completed(let result) = outcome else { return }
+        switch result {
+        case .problem(let problem) where problem.code == "conflict":
+            recordConflict(policy: policy, resolved: false)
+        case .object(_, _, _, let merge?), .deleted(let merge?):
+            recordConflict(policy: merge.policy, resolved: true)
+        case .transaction(let answer) where answer.merge != nil:
+            recordConflict(policy: answer.merge?.policy ?? policy, resolved: true)
+        default:
+            break
+        }
+    }
+}
+
+extension ManagedStoreService {
+    /// `/v1/metrics`: the contract's families, in Prometheus text format 0.0.4.
+    func metricsText() -> String {
+        let counts = metrics.snapshot()
+        var text = PrometheusText()
+        text.family("managedstore_http_requests_total", "counter", "Requests answered, by route template, method and status.")
+        for (key, count) in counts.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+            text.sample("managedstore_http_requests_total", Double(count), labels: [("route", key.route), ("method", key.method), ("status", key.status)])
+        }
+        text.family("managedstore_http_request_duration_seconds", "histogram", "Time from a request's headers to its answer's end, by route template.")
+        for (route, histogram) in counts.latencies.sorted(by: { $0.key < $1.key }) {
+            text.histogram("managedstore_http_request_duration_seconds", histogram, labels: [("route", route)])
+        }
+        text.family("managedstore_write_queue_depth", "gauge", "Writes waiting for the write queue.")
+        text.sample("managedstore_write_queue_depth", Double(writes.depth))
+        text.family("managedstore_commit_group_size", "histogram", "Writes committed together in one transaction.")
+        text.histogram("managedstore_commit_group_size", writes.groupSizeHistogram)
+        text.family("managedstore_commits_total", "counter", "Transactions the store committed.")
+        text.sample("managedstore_commits_total", Double(coordinator.commitCount))
+        text.family("managedstore_conflicts_total", "counter", "Write conflicts, by merge policy and whether the policy resolved them (false: answered 409).")
+        for (key, count) in counts.conflicts.sorted(by: { ($0.key.policy, $0.key.resolved ? 1 : 0) < ($1.key.policy, $1.key.resolved ? 1 : 0) }) {
+            text.sample("managedstore_conflicts_total", Double(count), labels: [("policy", key.policy), ("resolved", String(key.resolved))])
+        }
+        text.family("managedstore_read_pool_wait_seconds", "histogram", "Time reads waited for a reader of the store's pool.")
+        text.histogram("managedstore_read_pool_wait_seconds", coordinator.readerWaitHistogram)
+        text.family("managedstore_store_bytes", "gauge", "Size of the store's database file.")
+        text.sample("managedstore_store_bytes", Double(coordinator.storeSize))
+        text.family("managedstore_wal_bytes", "gauge", "Size of the store's write-ahead log.")
+        text.sample("managedstore_wal_bytes", Double(coordinator.walSize))
+        if let transactions = try? coordinator.historyTransactionCount() {
+            text.family("managedstore_history_transactions", "gauge", "Saves the persistent history holds.")
+            text.sample("managedstore_history_transactions", Double(transactions))
+        }
+        text.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
+        text.sample("process_resident_memory_bytes", Double(ProcessStatistics.residentMemoryBytes))
+        text.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
+        text.sample("process_start_time_seconds", ProcessStatistics.startTime)
+        return text.text
+    }
+}
