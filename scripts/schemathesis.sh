@@ -32,11 +32,11 @@ python3 - "$base" <<'EOF'
 import sys, time, urllib.request
 for _ in range(300):
     try:
-        if urllib.request.urlopen(sys.argv[1] + "/v1/healthz", timeout=2).status == 200:
+        if urllib.request.urlopen(sys.argv[1] + "/v1/readyz", timeout=2).status == 200:
             sys.exit(0)
     except OSError:
         time.sleep(0.1)
-sys.exit("schemathesis: the server did not answer /v1/healthz")
+sys.exit("schemathesis: the server was not ready (/v1/readyz)")
 EOF
 
 # Checks: all of them but

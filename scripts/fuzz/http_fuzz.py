@@ -99,11 +99,11 @@ class Server:
                 if not self.fixed_port and "cannot listen" in self.stderr_text():
                     raise PortTaken()  # another process took the free port in between: try another
                 raise RuntimeError(f"the server exited with {self.proc.returncode} at start:\n{self.stderr_tail()}")
-            response = client.send({"method": "GET", "target": "/v1/healthz"}, "127.0.0.1", self.port, timeout=2)
+            response = client.send({"method": "GET", "target": "/v1/readyz"}, "127.0.0.1", self.port, timeout=2)
             if response.status == 200:
                 return
             time.sleep(0.1)
-        raise RuntimeError(f"the server did not answer /v1/healthz within 60s:\n{self.stderr_tail()}")
+        raise RuntimeError(f"the server was not ready (/v1/readyz) within 60s:\n{self.stderr_tail()}")
 
     def stop(self):
         if self.proc is None:
