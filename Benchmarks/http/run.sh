@@ -30,12 +30,12 @@ cp "$WORK/store.sqlite" "$WORK/store-nogroup.sqlite"
 cp "$WORK/store.sqlite" "$WORK/store-nohistory.sqlite"
 cp "$WORK/store.sqlite" "$WORK/store-c.sqlite"
 
-wait_for() { for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$1/${2:-}" && return 0; sleep 0.1; done; echo "port $1 did not answer" >&2; exit 1; }
+wait_for() { for _ in $(seq 1 100); do curl -sf -o /dev/null "http://127.0.0.1:$1/${2:-}" && return 0; sleep 0.1; done; echo "port $1 did not answer" >&2; exit 1; }
 
 "$WORK/ceiling" 18100 4 >/dev/null & PIDS+=($!)
-"$BIN" serve --demo --store "$WORK/store.sqlite" --port 18101 --durability full >/dev/null & PIDS+=($!)
-"$BIN" serve --demo --store "$WORK/store-nogroup.sqlite" --port 18102 --durability full --no-group-commit >/dev/null & PIDS+=($!)
-"$BIN" serve --demo --store "$WORK/store-nohistory.sqlite" --port 18103 --durability full --no-history >/dev/null & PIDS+=($!)
+"$BIN" serve --demo --store "$WORK/store.sqlite" --port 18101 --durability full >/dev/null 2>"$WORK/serve.log" & PIDS+=($!)
+"$BIN" serve --demo --store "$WORK/store-nogroup.sqlite" --port 18102 --durability full --no-group-commit >/dev/null 2>"$WORK/serve-nogroup.log" & PIDS+=($!)
+"$BIN" serve --demo --store "$WORK/store-nohistory.sqlite" --port 18103 --durability full --no-history >/dev/null 2>"$WORK/serve-nohistory.log" & PIDS+=($!)
 "$WORK/write_ceiling" 18104 "$WORK/store-c.sqlite" store >/dev/null & PIDS+=($!)
 wait_for 18100; wait_for 18104; wait_for 18101 v1/readyz; wait_for 18102 v1/readyz; wait_for 18103 v1/readyz
 
