@@ -9,6 +9,7 @@ final class ServerProcess: @unchecked Sendable {
     // @unchecked Sendable: every stored property is set in init and only read afterwards.
     let process = Process()
     let directory: URL
+    private let ownsDirectory: Bool
     let port: UInt16
     private let errors = Pipe()
     private let errorText = CollectedText()
@@ -53,8 +54,11 @@ final class ServerProcess: @unchecked Sendable {
 
     /// Starts `serve --demo` on a free port with a store file in a new folder, and waits for
     /// the start-up line (which must come at once, though stdout is a pipe).
-    init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
+    /// With `directory`, the store in it is used (a restart), and the folder is left for its
+    /// owner to remove.
+    init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true, directory given: URL? = nil) throws {
+        directory = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
+        ownsDirectory = given == nil
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = try Self.executable
         process.arguments = ["serve", "--demo", "--store", directory.appendingPathComponent("store.sqlite").path,
@@ -99,7 +103,7 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { process.terminate() }
-        try? FileManager.default.removeItem(at: directory)
+        if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
