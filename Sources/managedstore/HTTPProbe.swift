@@ -1,0 +1,81 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One GET over a plain TCP socket, for the status line only: what `healthcheck` needs, without
+/// URLSession (whose Linux build needs libcurl, which the runtime image does not carry).
+enum HTTPProbe {
+    struct Target {
+        let host: String
+        let port: UInt16
+
+        /// `http://host[:port][/]`; nil for anything else (https, a path, a bad port).
+        init?(url: String) {
+            guard url.hasPrefix("http://") else { return nil }
+            var rest = url.dropFirst("http://".count)
+            if rest.hasSuffix("/") { rest = rest.dropLast() }
+            guard !rest.isEmpty, !rest.contains("/") else { return nil }
+            let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
+            guard parts.count <= 2, !parts[0].isEmpty else { return nil }
+            host = String(parts[0])
+            if parts.count == 2 {
+                guard let port = UInt16(parts[1]), port > 0 else { return nil }
+                self.port = port
+            } else {
+                port = 80
+            }
+        }
+    }
+
+    enum Failure: Error, CustomStringConvertible {
+        case unresolved(String)
+        case unreachable(String)
+        case badAnswer
+
+        var description: String {
+            switch self {
+            case .unresolved(let host): return "cannot resolve \(host)"
+            case .unreachable(let reason): return "no answer: \(reason)"
+            case .badAnswer: return "the answer is not HTTP"
+            }
+        }
+    }
+
+    /// The status of `GET path` at `target`, within `timeout` seconds for each step.
+    static func status(of path: String, at target: Target, timeout: Double) throws(Failure) -> Int {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(target.host, String(target.port), &hints, &found) == 0, let first = found else { throw .unresolved(target.host) }
+        defer { freeaddrinfo(found) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+        guard fd >= 0 else { throw .unreachable(String(cString: strerror(errno))) }
+        defer { close(fd) }
+        // On Linux the send timeout bounds connect too.
+        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { throw .unreachable(String(cString: strerror(errno))) }
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\nConnection: close\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
+            throw .unreachable(String(cString: strerror(errno)))
+        }
+        // "HTTP/1.1 200 OK": the status line is all that is read.
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while !answer.contains(UInt8(ascii: "\n")) && answer.count < 1024 {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            answer += buffer[0..<n]
+        }
+        let line = String(decoding: answer.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        let fields = line.split(separator: " ")
+        guard fields.count >= 2, fields[0].hasPrefix("HTTP/"), let status = Int(fields[1]) else {
+            if answer.isEmpty { throw .unreachable("the connection closed without an answer") }
+            throw .badAnswer
+        }
+        return status
+    }
+}
