@@ -8,14 +8,7 @@ import Testing
 struct HealthcheckCommandTests {
     @Test("exit 0 when /v1/readyz is 200; 1 while the store loads, and with nothing listening; a bad --url is a usage error")
     func healthcheck() throws {
-        let gate = DispatchSemaphore(value: 0)
-        var http = HTTPServer.Configuration()
-        http.port = 0
-        let server = ManagedStoreServer(opening: {
-            gate.wait()
-            return try PersistentStoreCoordinator(model: .taskTracker(), store: .inMemory)
-        }, service: ServiceConfiguration(), http: http)
-        try server.start()
+        let (server, gate) = try ServerHarness.startedWhileLoading()
         defer { server.stop(timeout: 5) }
         let url = "http://127.0.0.1:\(server.port)"
 

@@ -225,14 +225,7 @@ struct ObservabilityTests {
 
     @Test("while the store loads: healthz 200, readyz and data 503 with Retry-After; then ready")
     func readinessWhileLoading() throws {
-        let gate = DispatchSemaphore(value: 0)
-        var http = HTTPServer.Configuration()
-        http.port = 0
-        let server = ManagedStoreServer(opening: {
-            gate.wait()
-            return try PersistentStoreCoordinator(model: .taskTracker(), store: .inMemory)
-        }, service: ServiceConfiguration(), http: http)
-        try server.start()
+        let (server, gate) = try ServerHarness.startedWhileLoading()
         defer { server.stop(timeout: 5) }
         let client = { try RawHTTPClient(port: server.port) }
         #expect(try client().request("GET", "/v1/healthz").status == 200)

@@ -38,6 +38,20 @@ final class ServerHarness: @unchecked Sendable {
 
     var port: UInt16 { server.port }
 
+    /// A started server (free loopback port, in-memory store) whose store opens only once `gate`
+    /// is signalled: a slow start-up, held as long as a test needs.
+    static func startedWhileLoading() throws -> (server: ManagedStoreServer, gate: DispatchSemaphore) {
+        let gate = DispatchSemaphore(value: 0)
+        var http = HTTPServer.Configuration()
+        http.port = 0
+        let server = ManagedStoreServer(opening: {
+            gate.wait()
+            return try PersistentStoreCoordinator(model: .taskTracker(), store: .inMemory)
+        }, service: ServiceConfiguration(), http: http)
+        try server.start()
+        return (server, gate)
+    }
+
     /// The service (a harness's store is open before its server starts, so it is always there).
     var service: ManagedStoreService {
         guard let service = server.service else { preconditionFailure("the harness's server started without its service") }
