@@ -25,8 +25,7 @@ public final class HistoryRetention: @unchecked Sendable {
     /// Prunes now and then every quarter of the period (at least every hour, at most four
     /// times a second).
     public func start() {
-        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
-        let interval = min(3_600, max(0.25, seconds / 4))
+        let interval = min(3_600, max(0.25, Self.seconds(period) / 4))
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: interval)
         timer.setEventHandler { [weak self] in self?.prune() }
@@ -43,19 +42,27 @@ public final class HistoryRetention: @unchecked Sendable {
     /// Deletes the saves recorded before now minus the period; returns how many.
     @discardableResult
     public func prune() -> Int {
-        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
-        let cutoff = Date(timeIntervalSinceNow: -seconds)
+        do {
+            return try Self.prune(coordinator, olderThan: Date(timeIntervalSinceNow: -Self.seconds(period)))
+        } catch {
+            ServerLog.error("pruning the history failed (it is tried again later; the store is unaffected): \(error)")
+            return 0
+        }
+    }
+
+    /// Deletes the saves recorded before `cutoff`, a chunk per write; returns how many. A
+    /// failure stops it with what was deleted so far kept deleted.
+    static func prune(_ coordinator: PersistentStoreCoordinator, olderThan cutoff: Date) throws(StoreError) -> Int {
         var total = 0
         while true {
-            do {
-                let deleted = try coordinator.deleteHistory(olderThan: cutoff, limit: Self.chunk)
-                total += deleted
-                if deleted < Self.chunk { return total }
-            } catch {
-                ServerLog.error("pruning the history failed (it is tried again later; the store is unaffected): \(error)")
-                return total
-            }
+            let deleted = try coordinator.deleteHistory(olderThan: cutoff, limit: chunk)
+            total += deleted
+            if deleted < chunk { return total }
         }
+    }
+
+    static func seconds(_ period: Duration) -> Double {
+        Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
     }
 
     /// How long history is kept.

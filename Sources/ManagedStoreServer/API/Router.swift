@@ -139,8 +139,11 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case ("GET", 1, "openapi.json"):
             try access.require(token, .read, on: .anyEntity)
             return .respond(.json(200, OpenAPIDocument.json.utf8Array))
+        case ("DELETE", 1, "changes"):
+            try access.require(token, .admin, on: .wholeStore)
+            return try HistoryPruning.handle(request, coordinator: coordinator)
         case (_, 1, "changes"):
-            guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET"]) }
+            guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "DELETE"]) }
             try access.require(token, .read, on: .anyEntity)
             return try changes.handle(request, readable: access.entities(token, .read))
         case (_, 1, "transactions"):
