@@ -43,12 +43,15 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let layouts: JSONLayouts
     let access: AccessControl
     let metrics: ServiceMetrics
+    /// The OpenAPI document of this model (`ModelOpenAPI`), made once.
+    let openAPIDocument: [UInt8]
     private let ready = ReadyFlag()
 
     public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration, metrics: ServiceMetrics = ServiceMetrics()) {
         self.coordinator = coordinator
         self.configuration = configuration
         self.metrics = metrics
+        self.openAPIDocument = ModelOpenAPI.json(for: coordinator.model).utf8Array
         self.layouts = JSONLayouts(coordinator.model)
         self.access = AccessControl(tokens: configuration.accessTokens)
         self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
@@ -135,10 +138,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusText.contentType)], body: metricsText().utf8Array))
         case ("GET", 1, "openapi.yaml"):
             try access.require(token, .read, on: .anyEntity)
-            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: OpenAPIDocument.yaml.utf8Array))
+            // The model's document in YAML's JSON form (YAML 1.2 reads JSON as it is): the
+            // same document as openapi.json, not the generic one.
+            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: openAPIDocument))
         case ("GET", 1, "openapi.json"):
             try access.require(token, .read, on: .anyEntity)
-            return .respond(.json(200, OpenAPIDocument.json.utf8Array))
+            return .respond(.json(200, openAPIDocument))
         case ("DELETE", 1, "changes"):
             try access.require(token, .admin, on: .wholeStore)
             return try HistoryPruning.handle(request, coordinator: coordinator)

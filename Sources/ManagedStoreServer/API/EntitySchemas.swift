@@ -1,0 +1,159 @@
+import Foundation
+import ManagedStore
+
+/// JSON Schemas of one entity's objects, as the OpenAPI document of a loaded model shows them
+/// (`ModelOpenAPI`): what a typed client is generated from.
+struct EntitySchemas {
+    let entity: EntityDescription
+
+    /// An object as the server answers it: `_id`, `_version`, and the properties asked for
+    /// (all unless `fields=`), relationships as IDs (or embedded objects with `include=`).
+    var object: JSONValue {
+        var properties: [(String, JSONValue)] = [
+            ("_id", Self.id(of: entity.name)),
+            ("_version", .object([("type", .string("integer")), ("minimum", .number("1"))])),
+        ]
+        properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
+        properties += entity.relationships.map { ($0.name, Self.relationship($0, embeddable: true)) }
+        return .object([
+            ("type", .string("object")),
+            ("description", .string("A \(entity.name). Every property is present unless `fields` names some.")),
+            ("required", .array([.string("_id"), .string("_version")])),
+            ("properties", .object(properties)),
+            ("additionalProperties", .bool(false)),
+        ])
+    }
+
+    /// Values to set: every property optional (PATCH, a batch update).
+    var values: JSONValue { body(requiring: false) }
+
+    /// A whole object to write (POST, PUT): the mandatory attributes without a default are
+    /// required; what is left out takes its default (or null).
+    var insert: JSONValue { body(requiring: true) }
+
+    private func body(requiring: Bool) -> JSONValue {
+        var properties: [(String, JSONValue)] = [
+            ("_version", .object([("type", .string("integer")), ("minimum", .number("1")),
+                                  ("description", .string("The version the change is based on (as If-Match).")) ])),
+        ]
+        properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
+        properties += entity.relationships.map { ($0.name, Self.relationship($0, embeddable: false)) }
+        var members: [(String, JSONValue)] = [("type", .string("object")), ("properties", .object(properties)),
+                                              ("additionalProperties", .bool(false))]
+        if requiring {
+            let required = entity.attributes.filter { !$0.isOptional && $0.defaultValue.isNull }.map { JSONValue.string($0.name) }
+            if !required.isEmpty { members.append(("required", .array(required))) }
+            if let example { members.append(("example", example)) }
+        }
+        return .object(members)
+    }
+
+    /// An insert that the server accepts: every required attribute with a value inside its
+    /// rules. None when a required attribute has a pattern (no value is known to match it).
+    var example: JSONValue? {
+        var members: [(String, JSONValue)] = []
+        for attribute in entity.attributes where !attribute.isOptional && attribute.defaultValue.isNull {
+            guard attribute.pattern == nil, let value = Self.example(attribute) else { return nil }
+            members.append((attribute.name, value))
+        }
+        return .object(members)
+    }
+
+    // MARK: Properties
+
+    static func id(of entity: String) -> JSONValue {
+        .object([("type", .string("string")), ("pattern", .string("^\(entity)/[1-9][0-9]*$")), ("example", .string("\(entity)/1"))])
+    }
+
+    static func attribute(_ attribute: AttributeDescription) -> JSONValue {
+        var members: [(String, JSONValue)]
+        switch attribute.type {
+        case .integer16, .integer32, .integer64:
+            let range = attribute.type.integerRange ?? Int64.min...Int64.max
+            let low = max(range.lowerBound, attribute.minValue?.int64 ?? range.lowerBound)
+            let high = min(range.upperBound, attribute.maxValue?.int64 ?? range.upperBound)
+            members = [("type", .string("integer")), ("format", .string(attribute.type == .integer64 ? "int64" : "int32")),
+                       ("minimum", .number(String(low))), ("maximum", .number(String(high)))]
+        case .double, .float:
+            members = [("type", .string("number")), ("format", .string(attribute.type == .float ? "float" : "double"))]
+            if let low = attribute.minValue?.double { members.append(("minimum", AttributeValue.double(low).jsonValue)) }
+            if let high = attribute.maxValue?.double { members.append(("maximum", AttributeValue.double(high).jsonValue)) }
+        case .decimal:
+            members = [("type", .string("string")), ("format", .string("decimal")),
+                       ("pattern", .string(#"^[-+]?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$"#)),
+                       ("description", .string("An exact decimal, as a string."))]
+        case .string:
+            members = [("type", .string("string"))]
+            if let n = attribute.minLength { members.append(("minLength", .number(String(n)))) }
+            if let n = attribute.maxLength { members.append(("maxLength", .number(String(n)))) }
+            if let pattern = attribute.pattern { members.append(("pattern", .string("^(?:\(pattern))$"))) }
+        case .boolean:
+            members = [("type", .string("boolean"))]
+        case .date:
+            members = [("type", .string("string")), ("format", .string("date-time"))]
+        case .binary:
+            members = [("type", .string("string")), ("contentEncoding", .string("base64"))]
+        case .uuid:
+            members = [("type", .string("string")), ("format", .string("uuid"))]
+        case .uri:
+            members = [("type", .string("string")), ("format", .string("uri"))]
+        }
+        if attribute.isOptional {
+            // JSON Schema 2020-12 (OpenAPI 3.1): a list of types admits null.
+            members[0].1 = .array([members[0].1, .string("null")])
+        }
+        if !attribute.defaultValue.isNull { members.append(("default", attribute.defaultValue.jsonValue)) }
+        return .object(members)
+    }
+
+    /// An ID of the destination (or null), an array of them for to-many; in answers with
+    /// `include`, embedded objects in their place.
+    static func relationship(_ relationship: RelationshipDescription, embeddable: Bool) -> JSONValue {
+        let id = Self.id(of: relationship.destination)
+        let one: JSONValue = embeddable ? .object([("anyOf", .array([id, .object([("type", .string("object"))])]))]) : id
+        if relationship.isToMany {
+            // In a request, null empties the relationship, as [] does.
+            return .object([("type", embeddable ? .string("array") : .array([.string("array"), .string("null")])), ("items", one),
+                            ("description", .string("\(relationship.destination) IDs, in primary-key order"
+                                                    + (embeddable ? "." : "; null empties it, as [] does.")))])
+        }
+        return .object([("anyOf", .array([one, .object([("type", .string("null"))])])),
+                        ("description", .string("A \(relationship.destination) ID, or null."))])
+    }
+
+    /// A value inside `attribute`'s type and range (length for strings).
+    static func example(_ attribute: AttributeDescription) -> JSONValue? {
+        switch attribute.type {
+        case .integer16, .integer32, .integer64:
+            let low = attribute.minValue?.int64 ?? 0, high = attribute.maxValue?.int64 ?? Int64.max
+            return .number(String(min(max(0, low), high)))
+        case .double, .float:
+            let low = attribute.minValue?.double ?? 0, high = attribute.maxValue?.double ?? .greatestFiniteMagnitude
+            return AttributeValue.double(min(max(0, low), high)).jsonValue
+        case .decimal: return .string("1.5")
+        case .string:
+            let length = max(attribute.minLength ?? 1, min(7, attribute.maxLength ?? 7))
+            guard length <= (attribute.maxLength ?? .max) else { return nil }
+            return .string(String("example".prefix(length)) + String(repeating: "x", count: max(0, length - 7)))
+        case .boolean: return .bool(false)
+        case .date:
+            guard attribute.minValue == nil, attribute.maxValue == nil else { return nil }
+            return .string("2026-01-01T00:00:00.000Z")
+        case .binary: return .string("aGVsbG8=")
+        case .uuid: return .string("3f2c1a9e-8b7d-4c6e-9f10-2a3b4c5d6e7f")
+        case .uri: return .string("https://example.com/")
+        }
+    }
+}
+
+private extension AttributeValue {
+    var int64: Int64? { if case .integer(let v) = self { return v } else { return nil } }
+    var double: Double? {
+        switch self {
+        case .double(let v): return v
+        case .float(let v): return Double(v)
+        case .integer(let v): return Double(v)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import ManagedStore
+
+/// The OpenAPI document of the loaded model, as PostgREST's describes its tables: the generic
+/// document (`openapi/openapi.yaml`) with each path under `/v1/objects/{entity}` written out
+/// once per entity (`/v1/objects/Task/{pk}`, operation IDs `getTask`, `insertTask`, ...),
+/// whose bodies and answers are that entity's own schemas (`EntitySchemas`). A generator then
+/// makes typed clients, and a fuzzer reaches real objects instead of 404s.
+enum ModelOpenAPI {
+    /// The document for `model`, as JSON text.
+    static func json(for model: ManagedObjectModel) -> String {
+        guard let generic = try? JSONParser().parse(Array(OpenAPIDocument.json.utf8)) else { return OpenAPIDocument.json }
+        return document(generic, model: model).serialized()
+    }
+
+    static func document(_ generic: JSONValue, model: ManagedObjectModel) -> JSONValue {
+        var document = generic
+        document = replacing("paths", in: document) { paths in
+            .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in
+                guard path.contains("{entity}") else { return [(path, item)] }
+                return model.entities.map { entity in
+                    (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity.name))
+                }
+            })
+        }
+        document = replacing("components", in: document) { components in
+            var components = replacing("schemas", in: components) { schemas in
+                .object((schemas.objectMembers ?? []) + model.entities.flatMap { entity -> [(String, JSONValue)] in
+                    let schemas = EntitySchemas(entity: entity)
+                    return [(entity.name, schemas.object), (entity.name + "Values", schemas.values), (entity.name + "Insert", schemas.insert),
+                            (entity.name + "FetchResult", fetchResult(entity.name))]
+                })
+            }
+            components = replacing("responses", in: components) { responses in
+                let oneObject = responses["OneObject"] ?? .null
+                return .object((responses.objectMembers ?? []) + model.entities.map { entity in
+                    (entity.name + "OneObject", rewritingReferences(oneObject, entity: entity.name, method: "get"))
+                })
+            }
+            return components
+        }
+        document = replacing("info", in: document) { info in
+            replacing("description", in: info) { text in
+                .string((text.stringValue ?? "") + "\nThis document describes the loaded model, \(model.name) (version \(model.version)): "
+                        + "one path per entity, with its own schemas. The generic document is openapi/openapi.yaml in the repository.\n")
+            }
+        }
+        return document
+    }
+
+    /// A path item under `/v1/objects/{entity}` for one entity: no `entity` parameter, each
+    /// operation named after the entity, and the entity's schemas in place of the generic ones.
+    private static func pathItem(_ item: JSONValue, entity: String) -> JSONValue {
+        .object((item.objectMembers ?? []).compactMap { key, value -> (String, JSONValue)? in
+            if key == "parameters" {
+                let kept = (value.arrayValue ?? []).filter { $0["$ref"]?.stringValue != "#/components/parameters/Entity" }
+                return kept.isEmpty ? nil : (key, .array(kept))
+            }
+            guard methods.contains(key) else { return (key, value) }
+            var operation = rewritingReferences(value, entity: entity, method: key)
+            operation = replacing("operationId", in: operation) { .string(operationID($0.stringValue ?? key, entity: entity)) }
+            operation = replacing("tags", in: operation) { _ in .array([.string(entity)]) }
+            return (key, operation)
+        })
+    }
+
+    private static let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]
+
+    /// `getObject` → `getTask`, `fetchObjects` → `fetchTask`, `batchUpdate` → `batchUpdateTask`:
+    /// the names a generated client's methods get.
+    static func operationID(_ generic: String, entity: String) -> String {
+        for suffix in ["Objects", "Object"] where generic.hasSuffix(suffix) {
+            return generic.dropLast(suffix.count) + entity
+        }
+        return generic + entity
+    }
+
+    /// Every `$ref` to a generic object schema made the entity's: what POST and PUT send is a
+    /// whole object (`EInsert`), what PATCH sends are values (`EValues`).
+    private static func rewritingReferences(_ value: JSONValue, entity: String, method: String) -> JSONValue {
+        switch value {
+        case .object(let members):
+            return .object(members.map { key, member in
+                guard key == "$ref", let target = member.stringValue else { return (key, rewritingReferences(member, entity: entity, method: method)) }
+                switch target {
+                case "#/components/schemas/Object": return (key, .string("#/components/schemas/\(entity)"))
+                case "#/components/schemas/ObjectValues":
+                    return (key, .string("#/components/schemas/\(entity)" + (method == "patch" ? "Values" : "Insert")))
+                case "#/components/schemas/FetchResult": return (key, .string("#/components/schemas/\(entity)FetchResult"))
+                case "#/components/responses/OneObject": return (key, .string("#/components/responses/\(entity)OneObject"))
+                default: return (key, member)
+                }
+            })
+        case .array(let elements):
+            return .array(elements.map { rewritingReferences($0, entity: entity, method: method) })
+        default:
+            return value
+        }
+    }
+
+    private static func fetchResult(_ entity: String) -> JSONValue {
+        .object([
+            ("type", .string("object")),
+            ("required", .array([.string("objects"), .string("next")])),
+            ("properties", .object([
+                ("objects", .object([("type", .string("array")), ("items", .object([("$ref", .string("#/components/schemas/\(entity)"))]))])),
+                ("next", .object([("type", .array([.string("string"), .string("null")])),
+                                  ("description", .string("The cursor of the next page (pass it as `after`), or null on the last page."))])),
+                ("count", .object([("type", .string("integer")), ("minimum", .number("0"))])),
+            ])),
+        ])
+    }
+
+    /// `object` with the member `key` replaced by `transform` of it (added when missing).
+    private static func replacing(_ key: String, in object: JSONValue, _ transform: (JSONValue) -> JSONValue) -> JSONValue {
+        var members = object.objectMembers ?? []
+        if let index = members.lastIndex(where: { $0.0 == key }) {
+            members[index].1 = transform(members[index].1)
+        } else {
+            members.append((key, transform(.null)))
+        }
+        return .object(members)
+    }
+}
