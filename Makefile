@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http image docker-check clean
+.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http image docker-check test-python-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -26,7 +26,7 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-test: test-openapi test-unit test-fuzz test-schemathesis test-tsan
+test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test-tsan
 
 test-unit: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
@@ -59,6 +59,12 @@ fuzz: server
 test-schemathesis: server
 	@python3 -c "import schemathesis" 2>/dev/null || python3 -m pip install -q "schemathesis>=4,<5"
 	./scripts/schemathesis.sh
+
+## a typed Python client generated from the served /v1/openapi.json (openapi-python-client), used
+## for an insert/fetch/get/patch/delete round against the demo model
+test-python-client: server
+	@command -v openapi-python-client >/dev/null || python3 -m pip install -q "openapi-python-client>=0.21,<1"
+	python3 scripts/client/python_client_round.py
 
 test-openapi: deps
 	@python3 -c "import yaml, openapi_spec_validator" 2>/dev/null || python3 -m pip install -q pyyaml openapi-spec-validator

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""A typed Python client generated from the served OpenAPI document, used for a whole round.
+
+Starts `managedstore serve --demo --store :memory:` on a free loopback port, reads
+/v1/openapi.json (the document of the loaded model), generates a client with
+openapi-python-client into a temporary folder, imports it, and with it inserts a Project and a
+Task linked to it, fetches by predicate, reads one, patches it with If-Match, sees a stale
+If-Match refused with 409, deletes it and reads 404. Every answer is checked as the typed
+model the generator made (`Task`, `ProjectFetchResult`, ...). Exit 0 when the round holds.
+"""
+import importlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BINARY = os.environ.get("MANAGEDSTORE", ".build/debug/managedstore")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([BINARY, "serve", "--demo", "--store", ":memory:", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    work = tempfile.mkdtemp(prefix="managedstore-pyclient-")
+    try:
+        for _ in range(100):  # bounded: 10 s
+            try:
+                if urllib.request.urlopen(base + "/v1/readyz", timeout=2).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            sys.exit("the server did not get ready")
+        document = os.path.join(work, "openapi.json")
+        with urllib.request.urlopen(base + "/v1/openapi.json", timeout=5) as answer, open(document, "wb") as out:
+            out.write(answer.read())
+        generated = subprocess.run(["openapi-python-client", "generate", "--path", document, "--meta", "none",
+                                    "--output-path", os.path.join(work, "tracker_client")],
+                                   capture_output=True, text=True, timeout=120)
+        if generated.returncode != 0:
+            sys.exit(f"openapi-python-client failed:\n{generated.stdout}\n{generated.stderr}")
+        sys.path.insert(0, work)
+        round_trip(base)
+        print("python client: generated from /v1/openapi.json; insert, fetch, get, patch, stale patch 409, delete, 404: ok")
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+def round_trip(base):
+    client_module = importlib.import_module("tracker_client")
+    models = importlib.import_module("tracker_client.models")
+    insert_project = importlib.import_module("tracker_client.api.project.insert_project")
+    insert_task = importlib.import_module("tracker_client.api.task.insert_task")
+    fetch_task = importlib.import_module("tracker_client.api.task.fetch_task")
+    get_task = importlib.import_module("tracker_client.api.task.get_task")
+    patch_task = importlib.import_module("tracker_client.api.task.patch_task")
+    delete_task = importlib.import_module("tracker_client.api.task.delete_task")
+    client = client_module.Client(base_url=base, raise_on_unexpected_status=True)
+
+    project = insert_project.sync(client=client, body=models.ProjectInsert(name="Apollo"))
+    check(isinstance(project, models.Project), f"insert Project answered {project!r}")
+    check(project.field_id.startswith("Project/") and project.field_version == 1, f"the new project: {project!r}")
+
+    task = insert_task.sync(client=client, body=models.TaskInsert(title="Ship it", priority=3, project=project.field_id))
+    check(isinstance(task, models.Task), f"insert Task answered {task!r}")
+    check(task.title == "Ship it" and task.priority == 3 and task.project == project.field_id and task.done is False,
+          f"the new task: {task.to_dict()}")
+    pk = int(task.field_id.split("/")[1])
+
+    page = fetch_task.sync(client=client, where='title BEGINSWITH[c] "ship"')
+    check(isinstance(page, models.TaskFetchResult), f"fetch answered {page!r}")
+    check([t.field_id for t in page.objects] == [task.field_id], f"fetch found {[t.to_dict() for t in page.objects]}")
+
+    got = get_task.sync(pk, client=client)
+    check(isinstance(got, models.Task) and got.to_dict() == task.to_dict(), f"get answered {got!r}")
+
+    patched = patch_task.sync(pk, client=client, body=models.TaskValues(done=True), if_match='"1"')
+    check(isinstance(patched, models.Task) and patched.done is True and patched.field_version == 2, f"patch answered {patched!r}")
+
+    stale = patch_task.sync_detailed(pk, client=client, body=models.TaskValues(priority=1), if_match='"1"')
+    check(stale.status_code == 409 and isinstance(stale.parsed, models.ConflictProblem), f"a stale patch answered {stale.status_code}: {stale.content!r}")
+
+    deleted = delete_task.sync_detailed(pk, client=client)
+    check(deleted.status_code == 204, f"delete answered {deleted.status_code}")
+    gone = get_task.sync_detailed(pk, client=client)
+    check(gone.status_code == 404 and isinstance(gone.parsed, models.Problem), f"get after delete answered {gone.status_code}")
+    check(json.loads(gone.content)["code"] == "not-found", f"the problem: {gone.content!r}")
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("python client: " + message)
+
+
+if __name__ == "__main__":
+    main()
