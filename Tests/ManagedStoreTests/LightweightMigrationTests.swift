@@ -227,6 +227,21 @@ struct LightweightMigrationTests {
         #expect(try Self.historyCounts(container)["Task"] == nil)
     }
 
+    @Test("a renamed entity whose join table keeps its side takes the table under the new name")
+    func renameJoinTable() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Tag") { $0.name = "Label"; $0.renamingIdentifier = "Tag" }
+            entities = F.changing(entities, "Task") { $0.relationships[1].destination = "Label" }
+        }
+        let container = try migrate(store, to: v2, expecting: ["rename entity Tag -> Label"])
+        #expect(try F.schema(store.url).contains { $0.hasPrefix("_join_Label_tasks.a ") })
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "ANY tags.label == \"urgent\"").count == 2)
+        #expect(try F.objects(context, "Label", "tasks.@count == 2").count == 1)
+    }
+
     @Test("a rename that moves which side stores a one-to-one's links moves them into the other table")
     func moveOneToOneLinks() throws {
         let store = try F.makeStore()

@@ -41,11 +41,4 @@ struct SchemaChanges {
         /// `fromTable` whose `fromColumn` (a column about to be dropped) holds its key.
         case links(table: String, column: String, fromTable: String, fromColumn: String)
     }
-
-    /// Whether the migration changes nothing but the recorded model.
-    var isEmpty: Bool {
-        dropIndexes.isEmpty && dropTables.isEmpty && dropJoinTables.isEmpty && renameEntities.isEmpty && moveJoinTables.isEmpty
-            && renameColumns.isEmpty && dropColumns.isEmpty && addColumns.isEmpty && createTables.isEmpty
-            && createJoinTables.isEmpty && fills.isEmpty && createIndexes.isEmpty && historyProperties.isEmpty
-    }
 }
