@@ -85,6 +85,30 @@ struct MigrationRefusalTests {
         #expect(reasons.contains("Task.tags: inverse changed from Tag.tasks to Tag.tagged, which cannot be inferred"), "\(reasons)")
     }
 
+    @Test("a to-one made required while objects lack it, or added required while objects exist, is refused")
+    func requiredRelationshipsRefused() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") { $0.relationships[0].isOptional = false }  // Drift has no project
+            entities = F.changing(entities, "Tag") {
+                $0.relationships.append(RelationshipDescription(name: "owner", destination: "Person", inverse: "tags", isOptional: false))
+            }
+            entities = F.changing(entities, "Person") {
+                $0.relationships.append(RelationshipDescription(name: "tags", destination: "Tag", inverse: "owner", isToMany: true))
+            }
+        }
+        #expect(refusals(store, v2) == ["Task.project: now required, while Task has 1 object without one",
+                                        "Tag.owner: required relationship added while Tag has 2 objects"])
+        // A one-to-one: counted on the side whose row stores the link (Passport.owner) and on the other.
+        let v3 = try F.version2 { entities in
+            entities = F.changing(entities, "Person") { $0.relationships[0].isOptional = false }
+            entities = F.changing(entities, "Passport") { $0.relationships[0].isOptional = false }
+        }
+        #expect(refusals(store, v3) == ["Person.passport: now required, while Person has 1 object without one",
+                                        "Passport.owner: now required, while Passport has 1 object without one"])
+    }
+
     @Test("a uniqueness constraint the data breaks is refused, naming it and a shared value; the store opens with version 1 as before")
     func violatedConstraintRefused() throws {
         let store = try F.makeStore()
