@@ -11,7 +11,7 @@ struct ManagedStoreCommand: AsyncParsableCommand {
         abstract: "Core Data's object store for Linux: a Swift library and its command line.",
         version: version,
         subcommands: [ServeCommand.self, ImportCommand.self, ExportCommand.self, DemoCommand.self, TokenCommand.self,
-                      HealthcheckCommand.self])
+                      HealthcheckCommand.self, MigrateCommand.self, CheckCommand.self])
 
     /// Parses the command line with the settings the environment adds (EnvironmentArguments.swift),
     /// then runs the command.

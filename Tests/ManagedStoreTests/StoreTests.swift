@@ -23,15 +23,17 @@ struct StoreTests {
         }
     }
 
-    @Test("opening a store with another model fails with a clear error")
+    @Test("opening a store with another model, migration turned off, fails with a clear error")
     func modelMismatch() throws {
         let store = TemporaryStore()
         _ = try Fixtures.container(.sqlite(store.url))
         let other = try ManagedObjectModel(name: "Other", entities: [EntityDescription(name: "Thing", attributes: [AttributeDescription(name: "x", type: .string)])])
+        var description = StoreDescription.sqlite(store.url)
+        description.shouldInferMappingModelAutomatically = false
         #expect {
-            _ = try PersistentContainer(model: other, store: .sqlite(store.url))
+            _ = try PersistentContainer(model: other, store: description)
         } throws: { error in
-            guard case StoreError.modelMismatch(let name, _, let hash)? = error as? StoreError else { return false }
+            guard case StoreError.modelMismatch(let name, _, let hash, .migrationOff)? = error as? StoreError else { return false }
             return name == "Tracker" && hash == other.versionHash && "\(error)".contains("another model")
         }
     }

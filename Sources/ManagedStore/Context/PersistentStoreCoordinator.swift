@@ -9,6 +9,9 @@ public final class PersistentStoreCoordinator: Sendable {
     public let storeDescription: StoreDescription
     /// The UUID recorded in the store when it was created; part of every object ID.
     public let storeIdentifier: UUID
+    /// What opening the store changed in it: a file format upgrade, a migration from the model
+    /// it was made with. Empty when it matched (or was created).
+    public let appliedMigration: MigrationPlan
 
     let writer: SerializedConnection
     /// The one pool of readers and their read contexts. An in-memory store's readers have no
@@ -22,7 +25,10 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Contexts that merge every other context's save (`automaticallyMergesChangesFromParent`).
     let mergingContexts = MergingContexts()
 
-    /// Opens (or creates) the store. A store made from another model is refused.
+    /// Opens (or creates) the store. A store made from another model is migrated to this one
+    /// when the changes can be inferred (`StoreDescription.shouldInferMappingModelAutomatically`,
+    /// on by default), in the transaction that opens it; otherwise it is refused, unchanged:
+    /// `StoreError.migrationNotInferable` lists every reason.
     public init(model: ManagedObjectModel, store: StoreDescription) throws(StoreError) {
         self.model = model
         self.storeDescription = store
@@ -47,7 +53,8 @@ public final class PersistentStoreCoordinator: Sendable {
         } else {
             self.wal = nil
         }
-        self.storeIdentifier = try Self.prepareSchema(connection, model: model, path: path)
+        (self.storeIdentifier, self.appliedMigration) = try StoreOpening.prepare(
+            connection, model: model, path: path, infersMigration: store.shouldInferMappingModelAutomatically)
         self.writer = SerializedConnection(connection)
         var readers: [SQLiteConnection?] = []
         for _ in 0..<store.readerCount {
@@ -72,54 +79,6 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         // Debian's SQLite defaults WAL to FULL; say which one is meant either way.
         try connection.execute("PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
-    }
-
-    /// Creates the schema in an empty database, or checks that an existing one was made from
-    /// this model in a format this version reads, and upgrades an older format in place
-    /// (`StoreFormatMigration`). Returns the store's UUID.
-    private static func prepareSchema(_ connection: SQLiteConnection, model: ManagedObjectModel, path: String) throws(StoreError) -> UUID {
-        do {
-            return try connection.inTransaction { () throws -> UUID in
-                let hasMetadata = try connection.scalarInt(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_metadata'") != nil
-                if hasMetadata {
-                    func value(_ key: String) throws -> String? {
-                        try connection.withStatement("SELECT \"value\" FROM \"_metadata\" WHERE \"key\" = ?") { s throws(StoreError) in
-                            s.bind(.string(key), at: 1)
-                            return try s.step() ? s.text(0) : nil
-                        }
-                    }
-                    // A format this version cannot read is refused before anything else is read.
-                    let format = try StoreFormatMigration.readableFormat(try value("format"), path: path)
-                    let hash = try value("model_hash") ?? ""
-                    guard hash == model.versionHash else {
-                        throw StoreError.modelMismatch(storeModel: try value("model_name") ?? "?", storeHash: hash, modelHash: model.versionHash)
-                    }
-                    guard let text = try value("store_uuid"), let uuid = UUID(uuidString: text) else {
-                        throw StoreError.notAManagedStore(path: path)
-                    }
-                    // An older format is upgraded in this transaction: all of it or none.
-                    try StoreFormatMigration.upgrade(connection, model: model, from: format)
-                    return uuid
-                }
-                guard try connection.scalarInt("SELECT count(*) FROM sqlite_master") == 0 else {
-                    throw StoreError.notAManagedStore(path: path)
-                }
-                for statement in StoreSchema.createStatements(for: model) { try connection.execute(statement) }
-                let uuid = UUID()
-                for (key, value) in [("store_uuid", uuid.uuidString), ("model_hash", model.versionHash),
-                                     ("model_name", model.name), ("format", StoreFormatMigration.currentFormat)] {
-                    try connection.withStatement("INSERT INTO \"_metadata\" (\"key\", \"value\") VALUES (?, ?)") { s throws(StoreError) in
-                        s.bind(.string(key), at: 1)
-                        s.bind(.string(value), at: 2)
-                        try s.execute()
-                    }
-                }
-                return uuid
-            }
-        } catch {
-            throw StoreError(wrapping: error)
-        }
     }
 
     // MARK: Connections

@@ -14,10 +14,13 @@ public struct AttributeDescription: Sendable, Hashable {
     public var maxLength: Int?
     /// A regular expression the whole string must match.
     public var pattern: String?
+    /// The name this attribute had in the model a store was made with, when it was renamed
+    /// [renamingIdentifier]: lightweight migration keeps its stored values under the new name.
+    public var renamingIdentifier: String?
 
     public init(name: String, type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null,
                 minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil,
-                minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil) {
+                minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil, renamingIdentifier: String? = nil) {
         self.name = name
         self.type = type
         self.isOptional = isOptional
@@ -27,5 +30,6 @@ public struct AttributeDescription: Sendable, Hashable {
         self.minLength = minLength
         self.maxLength = maxLength
         self.pattern = pattern
+        self.renamingIdentifier = renamingIdentifier
     }
 }

@@ -10,14 +10,18 @@ public struct EntityDescription: Sendable, Hashable {
     public var uniquenessConstraints: [[String]]
     /// Each inner list is the attributes of one index, in order.
     public var indexes: [[String]]
+    /// The name this entity had in the model a store was made with, when it was renamed
+    /// [renamingIdentifier]: lightweight migration keeps its objects under the new name.
+    public var renamingIdentifier: String?
 
     public init(name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-                uniquenessConstraints: [[String]] = [], indexes: [[String]] = []) {
+                uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil) {
         self.name = name
         self.attributes = attributes
         self.relationships = relationships
         self.uniquenessConstraints = uniquenessConstraints
         self.indexes = indexes
+        self.renamingIdentifier = renamingIdentifier
     }
 
     public func attribute(named name: String) -> AttributeDescription? { attributes.first { $0.name == name } }

@@ -25,16 +25,23 @@ extension ManagedObjectModel {
     /// The model in its JSON format (what `init(jsonData:)` reads).
     public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: entities) }
 
-    static func jsonValue(name: String, version: Int, entities: [EntityDescription]) -> JSONValue {
+    /// The JSON model format of these parts; `renamingIdentifiers: false` leaves out the names
+    /// elements had before, as the version hash does (`ManagedObjectModel.versionHash`).
+    static func jsonValue(name: String, version: Int, entities: [EntityDescription], renamingIdentifiers: Bool = true) -> JSONValue {
         .object([
             ("name", .string(name)),
             ("version", .number(String(version))),
-            ("entities", .array(entities.map(json(for:)))),
+            ("entities", .array(entities.map { json(for: $0, renamingIdentifiers: renamingIdentifiers) })),
         ])
     }
 
-    private static func json(for entity: EntityDescription) -> JSONValue {
-        var members: [(String, JSONValue)] = [("name", .string(entity.name))]
+    private static func json(for entity: EntityDescription, renamingIdentifiers: Bool) -> JSONValue {
+        /// The `renamingIdentifier` member, when there is one and it is wanted.
+        func renaming(_ identifier: String?) -> [(String, JSONValue)] {
+            guard renamingIdentifiers, let identifier else { return [] }
+            return [("renamingIdentifier", .string(identifier))]
+        }
+        var members: [(String, JSONValue)] = [("name", .string(entity.name))] + renaming(entity.renamingIdentifier)
         members.append(("attributes", .array(entity.attributes.map { a in
             var m: [(String, JSONValue)] = [("name", .string(a.name)), ("type", .string(a.type.rawValue)),
                                             ("optional", .bool(a.isOptional))]
@@ -44,14 +51,14 @@ extension ManagedObjectModel {
             if let v = a.minLength { m.append(("minLength", .number(String(v)))) }
             if let v = a.maxLength { m.append(("maxLength", .number(String(v)))) }
             if let v = a.pattern { m.append(("pattern", .string(v))) }
-            return .object(m)
+            return .object(m + renaming(a.renamingIdentifier))
         })))
         members.append(("relationships", .array(entity.relationships.map { r in
             var m: [(String, JSONValue)] = [("name", .string(r.name)), ("destination", .string(r.destination)),
                                             ("toMany", .bool(r.isToMany)), ("inverse", .string(r.inverse)),
                                             ("deleteRule", .string(r.deleteRule.rawValue))]
             if !r.isOptional { m.append(("optional", .bool(false))) }
-            return .object(m)
+            return .object(m + renaming(r.renamingIdentifier))
         })))
         let lists = { (l: [[String]]) in JSONValue.array(l.map { .array($0.map(JSONValue.string)) }) }
         members.append(("uniquenessConstraints", lists(entity.uniquenessConstraints)))
@@ -98,12 +105,24 @@ private struct ModelJSONReader {
             problem(nil, nil, "entity #\(position + 1) has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "attributes", "relationships", "uniquenessConstraints", "indexes"], entity: name, property: nil)
+        unknownKeys(json, allowed: ["name", "attributes", "relationships", "uniquenessConstraints", "indexes", "renamingIdentifier"],
+                    entity: name, property: nil)
         let attributes = (json["attributes"]?.arrayValue ?? []).compactMap { readAttribute($0, entity: name) }
         let relationships = (json["relationships"]?.arrayValue ?? []).compactMap { readRelationship($0, entity: name) }
         return EntityDescription(name: name, attributes: attributes, relationships: relationships,
                                  uniquenessConstraints: readLists(json["uniquenessConstraints"], entity: name, key: "uniquenessConstraints"),
-                                 indexes: readLists(json["indexes"], entity: name, key: "indexes"))
+                                 indexes: readLists(json["indexes"], entity: name, key: "indexes"),
+                                 renamingIdentifier: readRenamingIdentifier(json, entity: name, property: nil))
+    }
+
+    /// The optional `renamingIdentifier`: the element's name in an earlier version of the model.
+    mutating func readRenamingIdentifier(_ json: JSONValue, entity: String, property: String?) -> String? {
+        guard let value = json["renamingIdentifier"] else { return nil }
+        guard let identifier = value.stringValue, !identifier.isEmpty else {
+            problem(entity, property, "\"renamingIdentifier\" must be a non-empty string (the name before the rename)")
+            return nil
+        }
+        return identifier
     }
 
     mutating func readLists(_ json: JSONValue?, entity: String, key: String) -> [[String]] {
@@ -121,7 +140,7 @@ private struct ModelJSONReader {
             problem(entity, nil, "an attribute has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern"],
+        unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern", "renamingIdentifier"],
                     entity: entity, property: name)
         guard let typeName = json["type"]?.stringValue else {
             problem(entity, name, "missing \"type\"")
@@ -153,6 +172,7 @@ private struct ModelJSONReader {
             }
             return i
         }
+        attribute.renamingIdentifier = readRenamingIdentifier(json, entity: entity, property: name)
         attribute.minLength = length("minLength")
         attribute.maxLength = length("maxLength")
         if let p = json["pattern"] {
@@ -166,7 +186,8 @@ private struct ModelJSONReader {
             problem(entity, nil, "a relationship has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "destination", "inverse", "toMany", "deleteRule", "optional"], entity: entity, property: name)
+        unknownKeys(json, allowed: ["name", "destination", "inverse", "toMany", "deleteRule", "optional", "renamingIdentifier"],
+                    entity: entity, property: name)
         guard let destination = json["destination"]?.stringValue else {
             problem(entity, name, "missing \"destination\"")
             return nil
@@ -175,7 +196,8 @@ private struct ModelJSONReader {
             problem(entity, name, "missing \"inverse\": every relationship names its inverse")
             return nil
         }
-        var rel = RelationshipDescription(name: name, destination: destination, inverse: inverse)
+        var rel = RelationshipDescription(name: name, destination: destination, inverse: inverse,
+                                          renamingIdentifier: readRenamingIdentifier(json, entity: entity, property: name))
         if let v = json["toMany"] {
             if let b = v.boolValue { rel.isToMany = b } else { problem(entity, name, "\"toMany\" must be true or false") }
         }

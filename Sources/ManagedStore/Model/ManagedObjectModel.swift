@@ -9,7 +9,10 @@ public final class ManagedObjectModel: Sendable {
     public let name: String
     public let version: Int
     public let entities: [EntityDescription]
-    /// A stable hash of the model's content, stored in each store to refuse a different model.
+    /// A stable hash of the model's content, stored in each store: a store made from a model
+    /// with another hash is migrated (or refused) when opened. As in Core Data, the
+    /// `renamingIdentifier`s are not part of it: they say where the content came from, not
+    /// what it is, so adding one to an element does not make the store need a migration.
     public let versionHash: String
 
     let schema: [Entity]
@@ -36,7 +39,7 @@ public final class ManagedObjectModel: Sendable {
             }
             return Entity(index: index, description: entity, relationships: relationships)
         }
-        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: entities))
+        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: entities, renamingIdentifiers: false))
     }
 
     /// The description of the entity called `name`, if the model has one.
@@ -105,6 +108,24 @@ struct ModelChecker {
             }
             problems += check(entity)
         }
+        problems += renamingProblems(entities.map { ($0.name, $0.renamingIdentifier) }, entity: nil)
+        return problems
+    }
+
+    /// Two elements that say they were renamed from the same name would both claim that
+    /// element's stored data in a migration: refuse them, naming both.
+    func renamingProblems(_ elements: [(name: String, renamingIdentifier: String?)], entity: String?) -> [ModelProblem] {
+        var claimedBy: [String: String] = [:]
+        var problems: [ModelProblem] = []
+        for (name, identifier) in elements {
+            guard let identifier else { continue }
+            if let first = claimedBy[identifier] {
+                let message = "renamingIdentifier '\(identifier)' is also the renamingIdentifier of \(first): two elements cannot both be renamed from it"
+                problems.append(ModelProblem(entity: entity ?? name, property: entity == nil ? nil : name, message: message))
+            } else {
+                claimedBy[identifier] = name
+            }
+        }
         return problems
     }
 
@@ -126,6 +147,8 @@ struct ModelChecker {
             if let p = Self.nameProblem(name) { problem(name, "property name \(p)") }
             if !seen.insert(name.lowercased()).inserted { problem(name, "duplicate property name") }
         }
+        problems += renamingProblems(entity.attributes.map { ($0.name, $0.renamingIdentifier) }
+                                     + entity.relationships.map { ($0.name, $0.renamingIdentifier) }, entity: entity.name)
         for attribute in entity.attributes { problems += check(attribute, in: entity) }
         for rel in entity.relationships {
             guard let destination = entities.first(where: { $0.name == rel.destination }) else {

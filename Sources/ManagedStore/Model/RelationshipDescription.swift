@@ -19,14 +19,18 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var deleteRule: DeleteRule
     /// A to-one relationship that must hold an object when saved.
     public var isOptional: Bool
+    /// The name this relationship had in the model a store was made with, when it was renamed
+    /// [renamingIdentifier]: lightweight migration keeps its links under the new name.
+    public var renamingIdentifier: String?
 
     public init(name: String, destination: String, inverse: String, isToMany: Bool = false,
-                deleteRule: DeleteRule = .nullify, isOptional: Bool = true) {
+                deleteRule: DeleteRule = .nullify, isOptional: Bool = true, renamingIdentifier: String? = nil) {
         self.name = name
         self.destination = destination
         self.inverse = inverse
         self.isToMany = isToMany
         self.deleteRule = deleteRule
         self.isOptional = isOptional
+        self.renamingIdentifier = renamingIdentifier
     }
 }

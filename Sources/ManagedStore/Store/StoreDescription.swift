@@ -34,6 +34,11 @@ public struct StoreDescription: Sendable {
     /// it to tell which properties the store changed after a version; without it every
     /// property counts as changed.
     public var recordsHistory = true
+    /// Whether opening a store made from another model migrates it to this one when the
+    /// changes can be inferred (lightweight migration, `LightweightMigration`) [on by default, as
+    /// NSPersistentContainer's NSInferMappingModelAutomaticallyOption]. Off, such a store is
+    /// refused with `StoreError.modelMismatch`.
+    public var shouldInferMappingModelAutomatically = true
 
     public init(location: Location, readerCount: Int = 4, durability: Durability = .full, memoryMapSize: Int = 256 << 20) {
         self.location = location

@@ -4,8 +4,12 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case sqlite(code: Int32, message: String, sql: String?)
     /// The file could not be opened as a database.
     case cannotOpen(path: String, message: String)
-    /// The store was created from another model (migration is not supported yet).
-    case modelMismatch(storeModel: String, storeHash: String, modelHash: String)
+    /// The store was created from another model, and was not migrated: `reason` says why.
+    case modelMismatch(storeModel: String, storeHash: String, modelHash: String, reason: MismatchReason)
+    /// The store was made from another model, and migrating it to this one cannot be
+    /// inferred [NSInferMappingModelAutomaticallyOption]: every reason, each naming the entity
+    /// and property. Nothing was changed.
+    case migrationNotInferable([String])
     /// The file is an SQLite database, but not one that ManagedStore created.
     case notAManagedStore(path: String)
     /// Other connections kept using what this operation needed, past its wait.
@@ -16,6 +20,15 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The store records a file format this version cannot read (`format` as recorded, or
     /// "none"): a newer ManagedStore wrote it. `readable` lists the formats this version opens.
     case unsupportedFormat(path: String, format: String, readable: [String])
+
+    /// Why a store made from another model was not migrated when opened.
+    public enum MismatchReason: Sendable, Equatable {
+        /// `StoreDescription.shouldInferMappingModelAutomatically` is off.
+        case migrationOff
+        /// The store does not record the model it was made with (an earlier ManagedStore
+        /// made it), so what changed cannot be told.
+        case modelNotRecorded
+    }
 
     /// `error` itself when it is a store error; otherwise a store error describing it. The
     /// store's transaction closures throw untyped errors, and this is where they become typed.
@@ -29,9 +42,18 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "SQLite error \(code): \(message)" + (sql.map { " (in: \($0.prefix(200)))" } ?? "")
         case let .cannotOpen(path, message):
             return "cannot open store at \(path): \(message)"
-        case let .modelMismatch(storeModel, storeHash, modelHash):
-            return "the store was created with another model (\(storeModel), hash \(storeHash)); "
-                + "this model's hash is \(modelHash). Use the model the store was made with, or a new store file."
+        case let .modelMismatch(storeModel, storeHash, modelHash, reason):
+            let start = "the store was created with another model (\(storeModel), hash \(storeHash)); this model's hash is \(modelHash)"
+            switch reason {
+            case .migrationOff:
+                return start + ", and automatic migration is off (shouldInferMappingModelAutomatically). "
+                    + "Use the model the store was made with, turn migration on, or use a new store file."
+            case .modelNotRecorded:
+                return start + ". The store does not record its model (an earlier ManagedStore made it), so it cannot be migrated: "
+                    + "open it once with the model it was made with, which records it, then with this one."
+            }
+        case .migrationNotInferable(let reasons):
+            return "the store cannot be migrated to this model automatically: " + reasons.joined(separator: "; ")
         case let .notAManagedStore(path):
             return "\(path) is an SQLite database that ManagedStore did not create"
         case .busy(let message):

@@ -14,12 +14,25 @@ enum StoreSchema {
             statements.append(contentsOf: createIndexes(entity))
             for relationship in entity.relationships {
                 guard case let .joinTable(table, ownColumn, _) = relationship.storage, ownColumn == "\"a\"" else { continue }
-                statements.append("CREATE TABLE \(table) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL, PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID")
-                let reverse = quoteIdentifier(String(table.dropFirst().dropLast()) + "_b")
-                statements.append("CREATE INDEX \(reverse) ON \(table) (\"b\", \"a\")")
+                statements += [createJoinTable(named: table), createJoinTableIndex(table)]
             }
         }
         return statements
+    }
+
+    /// The join table `table` (quoted) of a many-to-many relationship: one row per link, the
+    /// key of the side that names the table in `a`, the other side's in `b`.
+    static func createJoinTable(named table: String) -> String {
+        "CREATE TABLE \(table) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL, PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID"
+    }
+
+    /// The name (quoted) of the index that finds a join table's links from the `b` side.
+    static func joinTableIndexName(_ table: String) -> String {
+        quoteIdentifier(String(table.dropFirst().dropLast()) + "_b")
+    }
+
+    static func createJoinTableIndex(_ table: String) -> String {
+        "CREATE INDEX \(joinTableIndexName(table)) ON \(table) (\"b\", \"a\")"
     }
 
     /// The persistent history (`PersistentHistory.swift`): one row per committed save and one
@@ -82,22 +95,30 @@ enum StoreSchema {
     /// The indexes on `entity`'s table: one per foreign key, its uniqueness constraints, and
     /// the indexes its description declares.
     static func createIndexes(_ entity: Entity) -> [String] {
-        var statements: [String] = []
+        indexes(entity).map(\.sql)
+    }
+
+    /// The indexes on `entity`'s table, each with its name (quoted) and its CREATE INDEX.
+    static func indexes(_ entity: Entity) -> [(name: String, sql: String)] {
+        var indexes: [(name: String, sql: String)] = []
+        func add(_ name: String, unique: Bool = false, _ columns: [String]) {
+            let quoted = quoteIdentifier(name)
+            let list = columns.map(quoteIdentifier).joined(separator: ", ")
+            indexes.append((quoted, "CREATE \(unique ? "UNIQUE " : "")INDEX \(quoted) ON \(entity.table) (\(list))"))
+        }
         // Finding the objects that point at one object (a to-many fault, a delete rule) must
         // not scan the table: index each foreign key.
         for r in entity.foreignKeyRelationships {
             let name = entity.relationships[r].name
-            statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_fk_\(name)")) ON \(entity.table) (\(quoteIdentifier(name)))")
+            add("\(entity.name)_fk_\(name)", [name])
         }
         for (i, constraint) in entity.uniquenessConstraints.enumerated() {
-            let list = constraint.map { quoteIdentifier(entity.attributes[$0].name) }.joined(separator: ", ")
-            statements.append("CREATE UNIQUE INDEX \(quoteIdentifier("\(entity.name)_unique_\(i)")) ON \(entity.table) (\(list))")
+            add("\(entity.name)_unique_\(i)", unique: true, constraint.map { entity.attributes[$0].name })
         }
         for (i, index) in entity.indexes.enumerated() {
-            let list = index.map(quoteIdentifier).joined(separator: ", ")
-            statements.append("CREATE INDEX \(quoteIdentifier("\(entity.name)_index_\(i)")) ON \(entity.table) (\(list))")
+            add("\(entity.name)_index_\(i)", index)
         }
-        return statements
+        return indexes
     }
 
     /// The column type of an attribute. Plain SQLite types only: a custom collation here would

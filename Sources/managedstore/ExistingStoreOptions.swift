@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import ManagedStore
+
+/// The options that name a store file that must already exist and the model to hold it
+/// against, for the commands that look at or migrate a store (`check`, `migrate`), and how
+/// their store errors end them.
+struct ExistingStoreOptions: ParsableArguments {
+    @Option(help: "The model file (JSON model format). Use --demo for the built-in task tracker.")
+    var model: String?
+
+    @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
+    var demo = false
+
+    @Option(help: "The SQLite store file; it must exist (nothing is created).")
+    var store: String
+
+    func validate() throws {
+        guard (model != nil) != demo else { throw ValidationError("give the model: --model FILE, or --demo for the built-in task tracker (not both)") }
+        guard store != ":memory:" else { throw ValidationError("--store must be a store file") }
+    }
+
+    /// The model (a bad model file ends the command with exit 2), once the store file is known
+    /// to exist (else exit 66, EX_NOINPUT).
+    func loadModelForExistingStore() throws -> ManagedObjectModel {
+        let loaded = try loadModel(model)
+        guard FileManager.default.fileExists(atPath: store) else {
+            CommandLog.error("\(store): no such store file")
+            throw ExitCode(66)
+        }
+        return loaded
+    }
+
+    /// Ends the command for `error`: every reason a migration cannot be inferred on its own
+    /// line, and the exit status sysexits.h gives the kind of failure: 65 (EX_DATAERR) for a
+    /// store that cannot be used with the model, 66 (EX_NOINPUT) for one that cannot be read.
+    func fail(_ error: StoreError) -> ExitCode {
+        switch error {
+        case .migrationNotInferable(let reasons):
+            CommandLog.error("\(store): the store cannot be migrated to this model automatically:")
+            for reason in reasons { CommandLog.write("  \(reason)\n") }
+            return ExitCode(65)
+        case .modelMismatch, .notAManagedStore, .unsupportedFormat:
+            CommandLog.error("\(store): \(error)")
+            return ExitCode(65)
+        case .cannotOpen:
+            CommandLog.error("\(store): \(error)")
+            return ExitCode(66)
+        default:
+            CommandLog.error("\(store): \(error)")
+            return ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,371 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+
+/// Lightweight migration of stores holding objects, links and history: each change Core Data
+/// infers, opened with the next model version, the data read back through the public API, the
+/// store checked, its schema the one a new store of that version gets.
+@Suite("Lightweight migration")
+struct LightweightMigrationTests {
+    typealias F = MigrationFixture
+
+    /// Opens the fixture store with `model`, expecting the plan `steps` (as printed), checks the
+    /// store and its schema, and returns the container.
+    func migrate(_ store: TemporaryStore, to model: ManagedObjectModel, expecting steps: [String],
+                 sourceLocation: SourceLocation = #_sourceLocation) throws -> PersistentContainer {
+        let container = try PersistentContainer(model: model, store: .sqlite(store.url))
+        #expect(container.coordinator.appliedMigration.steps.map(\.description) == steps, sourceLocation: sourceLocation)
+        try F.expectIntact(container, sourceLocation: sourceLocation)
+        try F.expectSchema(store.url, as: model, sourceLocation: sourceLocation)
+        return container
+    }
+
+    @Test("added attributes: an optional one reads nil, one with a default has it in every existing object")
+    func addAttributes() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.attributes += [AttributeDescription(name: "summary", type: .string),
+                                  AttributeDescription(name: "rank", type: .integer32, isOptional: false, defaultValue: .integer(7)),
+                                  AttributeDescription(name: "budget", type: .decimal, defaultValue: .decimal(Decimal(string: "12.50")!))]
+            }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "add attribute Task.summary (string, optional)",
+            "add attribute Task.rank (integer32, required, default 7)",
+            #"add attribute Task.budget (decimal, optional, default "12.5")"#,
+        ])
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "summary == nil").count == 4)
+        #expect(try F.objects(context, "Task", "rank == 7").count == 4)
+        #expect(try F.objects(context, "Task", "budget == 12.5").count == 4)
+        let land = try F.object(context, "Task", "title", "Land")
+        #expect(context.performAndWait { land.objectIDs(forKey: "tags").count } == 2)
+    }
+
+    @Test("removed attributes go, indexed or not; every other value, link and history entry stays")
+    func removeAttributes() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.attributes.removeAll { $0.name == "priority" || $0.name == "estimate" }
+                $0.indexes = []
+            }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "remove attribute Task.priority", "remove attribute Task.estimate", "drop index Task(priority)",
+        ])
+        let context = container.newBackgroundContext()
+        let launch = try F.object(context, "Task", "title", "Launch!")
+        #expect(context.performAndWait { launch.value("note", as: String.self) } == "go now")
+        #expect(context.performAndWait { launch.object(forKey: "project")?.value("name", as: String.self) } == "Apollo")
+        // The history forgets the removed property: a property of that name added later must not inherit it.
+        let update = try #require(try container.coordinator.history(after: .zero).last?.changes.first)
+        #expect(update.updatedProperties == ["title", "note"])
+    }
+
+    @Test("a rename through renamingIdentifier keeps the values under the new name, in fetches, indexes and history")
+    func renameAttribute() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.attributes[0].name = "name"
+                $0.attributes[0].renamingIdentifier = "title"
+                $0.attributes[1].name = "level"
+                $0.attributes[1].renamingIdentifier = "priority"
+                $0.indexes = [["level"]]
+            }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "rename attribute Task.title -> Task.name", "rename attribute Task.priority -> Task.level",
+        ])
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "name == \"Land\"").count == 1)
+        #expect(try F.objects(context, "Task", "level >= 1").count == 2)
+        let update = try #require(try container.coordinator.history(after: .zero).last?.changes.first)
+        #expect(update.updatedProperties == ["name", "level", "note"])
+        #expect(update.previousValues["name"] == .attribute(.string("Launch")))
+        // The next version, which keeps the identifier, matches: no migration, nothing to do.
+        #expect(try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path).isEmpty)
+    }
+
+    @Test("two attributes swap names through renamingIdentifier; stock sqlite3 finds the file sound")
+    func swapAttributes() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.attributes[0] = AttributeDescription(name: "note", type: .string, isOptional: false, renamingIdentifier: "title")
+                $0.attributes[3] = AttributeDescription(name: "title", type: .string, renamingIdentifier: "note")
+            }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "rename attribute Task.title -> Task.note", "rename attribute Task.note -> Task.title",
+        ])
+        let context = container.newBackgroundContext()
+        let launch = try F.object(context, "Task", "note", "Launch!")
+        #expect(context.performAndWait { launch.value("title", as: String.self) } == "go now")
+        if StockSQLite.isInstalled {
+            let check = try StockSQLite.run(store.url, "PRAGMA integrity_check")
+            #expect(check.lines == ["ok"], "\(check.stderr)")
+        }
+    }
+
+    @Test("optional to required takes the default where there was no value; required to optional needs nothing")
+    func optionality() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.attributes[3].isOptional = false
+                $0.attributes[3].defaultValue = .string("none")
+            }
+            entities = F.changing(entities, "Project") { $0.attributes[0].isOptional = true }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "make attribute Project.name optional",
+            #"make attribute Task.note required (3 objects without a value take the default "none")"#,
+            "change the rules of Task.note (default): nothing stored changes",
+        ])
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "note == \"none\"").count == 3)
+        #expect(try F.objects(context, "Task", "note == \"go now\"").count == 1)
+    }
+
+    @Test("validation rules alone change nothing stored; the new model is recorded")
+    func rulesOnly() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let before = try F.schema(store.url)
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") { $0.attributes[1].maxValue = .integer(10) }
+            entities = F.changing(entities, "Tag") { $0.relationships[0].deleteRule = .deny }
+        }
+        _ = try migrate(store, to: v2, expecting: [
+            "change the rules of Task.priority (max): nothing stored changes",
+            "change the rules of Tag.tasks (deleteRule): nothing stored changes",
+        ])
+        #expect(try F.schema(store.url) == before)
+        #expect(try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path).isEmpty)
+        // Only the version number changed: the model is recorded all the same.
+        let v3 = try F.model(v2.entities, version: 3)
+        #expect(try PersistentStoreCoordinator.migrationPlan(for: v3, store: store.url.path).steps == [.recordModel(name: "Space", version: 3)])
+    }
+
+    @Test("entities added and removed: the removed one's table, links and history go; the others keep theirs")
+    func addAndRemoveEntities() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities.removeAll { $0.name == "Passport" }
+            entities = F.changing(entities, "Person") { $0.relationships = [] }
+            entities = F.changing(entities, "Task") {
+                $0.relationships.append(RelationshipDescription(name: "comments", destination: "Comment", inverse: "task", isToMany: true))
+            }
+            entities.append(EntityDescription(name: "Comment", attributes: [AttributeDescription(name: "text", type: .string)],
+                                              relationships: [RelationshipDescription(name: "task", destination: "Task", inverse: "comments")]))
+        }
+        let historyBefore = try Self.historyCounts(store)
+        let container = try migrate(store, to: v2, expecting: [
+            "remove entity Passport and its 2 objects", "add entity Comment",
+            "add relationship Task.comments (to-many) <-> Comment.task (to-one)",
+            "remove relationship Person.passport <-> Passport.owner and its links",
+        ])
+        var expected = historyBefore
+        expected["Passport"] = nil
+        #expect(try Self.historyCounts(container) == expected)
+        let context = container.newBackgroundContext()
+        let land = try F.object(context, "Task", "title", "Land")
+        try context.performAndWait {
+            #expect(land.objectIDs(forKey: "comments").isEmpty)
+            let comment = context.insertNewObject(forEntityName: "Comment")
+            comment.setValue("steady", forKey: "text")
+            comment.setObject(land, forKey: "task")
+            try context.save()
+        }
+        #expect(try F.objects(context, "Task", "comments.@count == 1").count == 1)
+    }
+
+    /// Changes recorded in the history per entity name.
+    static func historyCounts(_ container: PersistentContainer) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for transaction in try container.coordinator.history(after: .zero) {
+            for change in transaction.changes { counts[change.objectID.entityName, default: 0] += 1 }
+        }
+        return counts
+    }
+
+    static func historyCounts(_ store: TemporaryStore) throws -> [String: Int] {
+        try historyCounts(PersistentContainer(model: F.model(), store: .sqlite(store.url)))
+    }
+
+    @Test("a renamed entity keeps its objects, links, history and key sequence; its join table changes sides")
+    func renameEntity() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") { $0.name = "Job"; $0.renamingIdentifier = "Task" }
+            entities = F.changing(entities, "Project") { $0.relationships[0].destination = "Job" }
+            entities = F.changing(entities, "Tag") { $0.relationships[0].destination = "Job" }
+        }
+        let container = try migrate(store, to: v2, expecting: ["rename entity Task -> Job"])
+        let context = container.newBackgroundContext()
+        let land = try F.object(context, "Job", "title", "Land")
+        try context.performAndWait {
+            #expect(land.object(forKey: "project")?.value("name", as: String.self) == "Apollo")
+            #expect(Set(land.objects(forKey: "tags").compactMap { $0.value("label", as: String.self) }) == ["urgent", "moon"])
+            let job = context.insertNewObject(forEntityName: "Job")
+            job.setValue("Splash", forKey: "title")
+            try context.save()
+            #expect(job.objectID.primaryKey == 5, "keys go on after the entity's old ones")
+        }
+        #expect(try F.objects(context, "Tag", "ANY tasks.title == \"Land\"").count == 2)
+        #expect(try Self.historyCounts(container)["Job"] == 6)  // 4 inserts, 1 update, 1 insert now
+        #expect(try Self.historyCounts(container)["Task"] == nil)
+    }
+
+    @Test("a renamed entity whose join table keeps its side takes the table under the new name")
+    func renameJoinTable() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Tag") { $0.name = "Label"; $0.renamingIdentifier = "Tag" }
+            entities = F.changing(entities, "Task") { $0.relationships[1].destination = "Label" }
+        }
+        let container = try migrate(store, to: v2, expecting: ["rename entity Tag -> Label"])
+        #expect(try F.schema(store.url).contains { $0.hasPrefix("_join_Label_tasks.a ") })
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "ANY tags.label == \"urgent\"").count == 2)
+        #expect(try F.objects(context, "Label", "tasks.@count == 2").count == 1)
+    }
+
+    @Test("a rename that moves which side stores a one-to-one's links moves them into the other table")
+    func moveOneToOneLinks() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Passport") { $0.name = "Visa"; $0.renamingIdentifier = "Passport" }
+            entities = F.changing(entities, "Person") { $0.relationships[0].destination = "Visa" }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "rename entity Passport -> Visa", "move the links of Person.passport into Person's table",
+        ])
+        let context = container.newBackgroundContext()
+        let ada = try F.object(context, "Person", "name", "Ada")
+        let p2 = try F.object(context, "Visa", "number", "P2")
+        context.performAndWait {
+            #expect(ada.object(forKey: "passport")?.value("number", as: String.self) == "P1")
+            #expect(ada.object(forKey: "passport")?.object(forKey: "owner") === ada)
+            #expect(p2.object(forKey: "owner") == nil)
+        }
+        #expect(try F.objects(context, "Person", "passport == nil").count == 1)
+    }
+
+    @Test("renamed relationships keep their links: a foreign key column, and a many-to-many")
+    func renameRelationships() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.relationships[0] = RelationshipDescription(name: "list", destination: "Project", inverse: "items", renamingIdentifier: "project")
+                $0.relationships[1] = RelationshipDescription(name: "labels", destination: "Tag", inverse: "tasks", isToMany: true, renamingIdentifier: "tags")
+            }
+            entities = F.changing(entities, "Project") {
+                $0.relationships[0] = RelationshipDescription(name: "items", destination: "Task", inverse: "list", isToMany: true,
+                                                              deleteRule: .cascade, renamingIdentifier: "tasks")
+            }
+            entities = F.changing(entities, "Tag") { $0.relationships[0].inverse = "labels" }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "rename relationship Project.tasks -> Project.items",
+            "rename relationship Task.project -> Task.list",
+            "rename relationship Task.tags -> Task.labels",
+        ])
+        let context = container.newBackgroundContext()
+        let apollo = try F.object(context, "Project", "name", "Apollo")
+        context.performAndWait { #expect(apollo.objectIDs(forKey: "items").count == 2) }
+        #expect(try F.objects(context, "Task", "list.name == \"Gemini\"").count == 1)
+        #expect(try F.objects(context, "Task", "ANY labels.label == \"moon\"").count == 1)
+    }
+
+    @Test("added relationships start empty and take links: to-one with to-many, many-to-many")
+    func addRelationships() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.relationships.append(RelationshipDescription(name: "assignee", destination: "Person", inverse: "tasks"))
+            }
+            entities = F.changing(entities, "Project") {
+                $0.relationships.append(RelationshipDescription(name: "members", destination: "Person", inverse: "projects", isToMany: true))
+            }
+            entities = F.changing(entities, "Person") {
+                $0.relationships += [RelationshipDescription(name: "tasks", destination: "Task", inverse: "assignee", isToMany: true),
+                                     RelationshipDescription(name: "projects", destination: "Project", inverse: "members", isToMany: true)]
+            }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "add relationship Project.members (to-many) <-> Person.projects (to-many)",
+            "add relationship Task.assignee (to-one) <-> Person.tasks (to-many)",
+        ])
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Task", "assignee == nil").count == 4)
+        let ada = try F.object(context, "Person", "name", "Ada")
+        let launch = try F.object(context, "Task", "title", "Launch!")
+        let apollo = try F.object(context, "Project", "name", "Apollo")
+        try context.performAndWait {
+            launch.setObject(ada, forKey: "assignee")
+            apollo.addObject(ada, toKey: "members")
+            try context.save()
+        }
+        #expect(try F.objects(context, "Person", "ANY projects.name == \"Apollo\" AND tasks.@count == 1").count == 1)
+    }
+
+    @Test("a removed relationship takes its links, not its objects")
+    func removeRelationship() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") { $0.relationships.removeAll { $0.name == "tags" } }
+            entities = F.changing(entities, "Tag") { $0.relationships = [] }
+        }
+        let container = try migrate(store, to: v2, expecting: ["remove relationship Task.tags <-> Tag.tasks and its links"])
+        let context = container.newBackgroundContext()
+        #expect(try F.objects(context, "Tag").count == 2)
+        #expect(try F.objects(context, "Task").count == 4)
+    }
+
+    @Test("indexes and uniqueness constraints are added and dropped; a new constraint holds afterwards")
+    func constraintsAndIndexes() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.indexes = [["title", "priority"]]
+                $0.uniquenessConstraints = [["title"]]
+            }
+            entities = F.changing(entities, "Tag") { $0.uniquenessConstraints = [] }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "add uniqueness constraint Task(title)", "drop index Task(priority)", "add index Task(title, priority)",
+            "drop uniqueness constraint Tag(label)",
+        ])
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let tag = context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("moon", forKey: "label")
+            try context.save()
+            let task = context.insertNewObject(forEntityName: "Task")
+            task.setValue("Land", forKey: "title")
+            #expect {
+                try context.save()
+            } throws: { error in
+                guard case let SaveError.conflict(_, constraints)? = error as? SaveError else { return false }
+                return constraints.first?.constraint == ["title"]
+            }
+        }
+    }
+}
