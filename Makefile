@@ -64,6 +64,7 @@ test-schemathesis: server
 ## for an insert/fetch/get/patch/delete round against the demo model
 test-python-client: server
 	@command -v openapi-python-client >/dev/null || python3 -m pip install -q "openapi-python-client>=0.21,<1"
+	@python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 	python3 scripts/client/python_client_round.py
 
 test-openapi: deps

@@ -136,8 +136,14 @@ struct ServeCommand: ParsableCommand {
         // The port opens first; the store is opened (and migrated) on a thread of its own, so
         // /v1/healthz answers at once and /v1/readyz says 503 until the store is ready.
         let storeDescription = description
-        let server = ManagedStoreServer(opening: { try PersistentStoreCoordinator(model: loaded, store: storeDescription) },
-                                        service: service, http: http)
+        let server = ManagedStoreServer(opening: {
+            logger.info("opening the store", metadata: ["store": .string(store)])
+            let coordinator = try PersistentStoreCoordinator(model: loaded, store: storeDescription)
+            if !coordinator.appliedMigration.isEmpty {
+                logger.info("migrated", metadata: ["steps": .array(coordinator.appliedMigration.steps.map { .string($0.description) })])
+            }
+            return coordinator
+        }, service: service, http: http)
         do {
             try server.start(failed: { error in
                 // Nothing can be served: say why and leave (the port closes with the process).

@@ -34,8 +34,10 @@ struct ModelOpenAPITests {
         for id in ["fetchTask", "insertTask", "getTask", "patchTask", "replaceTask", "deleteTask", "batchUpdateTask", "batchDeleteTask", "aggregateTask"] {
             #expect(operationIDs.contains(id), "\(id)")
         }
-        // The YAML form is the same document (YAML reads JSON as it is).
-        #expect(try Self.document(server, path: "/v1/openapi.yaml") == document)
+        // The YAML form: the same document (compared with PyYAML by the Python client round).
+        let yaml = String(decoding: try server.request("GET", "/v1/openapi.yaml").body, as: UTF8.self)
+        #expect(yaml.hasPrefix("openapi: \"3.1.0\"\n"))
+        #expect(yaml.contains("\n  /v1/objects/Task/{pk}:\n") || yaml.contains("\n  \"/v1/objects/Task/{pk}\":\n"))
     }
 
     @Test("schemas carry the model's types, ranges, lengths, required attributes and relationship IDs")

@@ -56,12 +56,14 @@ final class ServerProcess: @unchecked Sendable {
     /// the start-up line (which must come at once, though stdout is a pipe).
     /// With `directory`, the store in it is used (a restart), and the folder is left for its
     /// owner to remove.
-    init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true, directory given: URL? = nil) throws {
+    /// With `model` (a model file), it serves that model instead of the demo's.
+    init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true, directory given: URL? = nil,
+         model: String? = nil) throws {
         directory = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
         ownsDirectory = given == nil
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = try Self.executable
-        process.arguments = ["serve", "--demo", "--store", directory.appendingPathComponent("store.sqlite").path,
+        process.arguments = ["serve"] + (model.map { ["--model", $0] } ?? ["--demo"]) + ["--store", directory.appendingPathComponent("store.sqlite").path,
                              "--port", "0", "--durability", "normal"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
         let output = Pipe()

@@ -88,7 +88,7 @@ struct TransactionCrashTests {
         }
         var up = false
         for _ in 0..<100 where !up {
-            up = (try? request("GET", "/v1/healthz").status) == 200
+            up = (try? request("GET", "/v1/readyz").status) == 200
             if !up { usleep(50_000) }
         }
         try #require(up, "the server did not start")

@@ -50,9 +50,16 @@ def main():
                                    capture_output=True, text=True, timeout=120)
         if generated.returncode != 0:
             sys.exit(f"openapi-python-client failed:\n{generated.stdout}\n{generated.stderr}")
+        # The YAML form is the same document.
+        import yaml
+        with urllib.request.urlopen(base + "/v1/openapi.yaml", timeout=5) as answer:
+            as_yaml = yaml.safe_load(answer.read())
+        with open(document) as f:
+            if as_yaml != json.load(f):
+                sys.exit("python client: /v1/openapi.yaml is not the document /v1/openapi.json is")
         sys.path.insert(0, work)
         round_trip(base)
-        print("python client: generated from /v1/openapi.json; insert, fetch, get, patch, stale patch 409, delete, 404: ok")
+        print("python client: openapi.yaml is openapi.json; a client generated from /v1/openapi.json; insert, fetch, get, patch, stale patch 409, delete, 404: ok")
     finally:
         server.terminate()
         server.wait(timeout=15)

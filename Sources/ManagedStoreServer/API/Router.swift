@@ -45,13 +45,16 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let metrics: ServiceMetrics
     /// The OpenAPI document of this model (`ModelOpenAPI`), made once.
     let openAPIDocument: [UInt8]
+    let openAPIYAML: [UInt8]
     private let ready = ReadyFlag()
 
     public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration, metrics: ServiceMetrics = ServiceMetrics()) {
         self.coordinator = coordinator
         self.configuration = configuration
         self.metrics = metrics
-        self.openAPIDocument = ModelOpenAPI.json(for: coordinator.model).utf8Array
+        let document = ModelOpenAPI.document(for: coordinator.model)
+        self.openAPIDocument = document.serialized().utf8Array
+        self.openAPIYAML = YAMLWriter.yaml(document).utf8Array
         self.layouts = JSONLayouts(coordinator.model)
         self.access = AccessControl(tokens: configuration.accessTokens)
         self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
@@ -138,9 +141,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(HTTPResponse(status: 200, headers: [("Content-Type", PrometheusText.contentType)], body: metricsText().utf8Array))
         case ("GET", 1, "openapi.yaml"):
             try access.require(token, .read, on: .anyEntity)
-            // The model's document in YAML's JSON form (YAML 1.2 reads JSON as it is): the
-            // same document as openapi.json, not the generic one.
-            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: openAPIDocument))
+            // The same document as openapi.json (the model's), in YAML.
+            return .respond(HTTPResponse(status: 200, headers: [("Content-Type", "application/yaml")], body: openAPIYAML))
         case ("GET", 1, "openapi.json"):
             try access.require(token, .read, on: .anyEntity)
             return .respond(.json(200, openAPIDocument))
