@@ -6,14 +6,18 @@ import ManagedStoreServer
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write every object of an entity as NDJSON (one object a line, as GET answers it), from one snapshot of the store.",
+        abstract: "Write every object of an entity as NDJSON (one object a line, as GET answers it): from a store file, or through a running server.",
         discussion: """
-        Example:
-          managedstore export --entity Task --demo --store ./data/demo.sqlite > tasks.ndjson
+        Examples:
+          managedstore export --entity Task --demo --store ./data/demo.sqlite > tasks.ndjson    # the file, one snapshot
+          managedstore export --entity Task --where 'done == NO' --url http://127.0.0.1:8080 --token T > open.ndjson
         """)
 
     @Option(help: "The entity to export.")
     var entity: String
+
+    @Option(help: "Only the objects matching this predicate (NSPredicate format).")
+    var `where`: String?
 
     @Option(help: "The file to write (replaced); standard output when not given.")
     var output: String?
@@ -21,7 +25,6 @@ struct ExportCommand: ParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func run() throws {
-        let coordinator = try storeOptions.openCoordinator()
         let out: FileHandle
         if let output {
             guard FileManager.default.createFile(atPath: output, contents: nil), let handle = FileHandle(forWritingAtPath: output) else {
@@ -33,6 +36,18 @@ struct ExportCommand: ParsableCommand {
             out = .standardOutput
         }
         let report = ProgressReport("exported", total: nil)
+        if let server = storeOptions.server {
+            let rows = try RemoteTransfer.export(entity: entity, where: `where`, through: server, write: { try out.write(contentsOf: $0) }) {
+                report.show(rows: $0, done: $0)
+            }
+            try out.synchronize()
+            return report.end(rows: rows)
+        }
+        guard `where` == nil else {
+            CommandLog.error("--where needs a server (--url): a store file is exported whole")
+            throw ExitCode(2)
+        }
+        let coordinator = try storeOptions.openCoordinator()
         do {
             let exporter = try NDJSONExport(coordinator: coordinator, entityName: entity)
             let rows = try exporter.run(write: { try out.write(contentsOf: $0) }) { report.show(rows: $0, done: $0) }

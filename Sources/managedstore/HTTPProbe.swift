@@ -44,24 +44,9 @@ enum HTTPProbe {
 
     /// The status of `GET path` at `target`, within `timeout` seconds for each step.
     static func status(of path: String, at target: Target, timeout: Double) throws(Failure) -> Int {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var found: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(target.host, String(target.port), &hints, &found) == 0, let first = found else { throw .unresolved(target.host) }
-        defer { freeaddrinfo(found) }
-        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
-        guard fd >= 0 else { throw .unreachable(String(cString: strerror(errno))) }
+        let fd = try connect(to: target, timeout: timeout)
         defer { close(fd) }
-        // On Linux the send timeout bounds connect too.
-        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        guard connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else { throw .unreachable(String(cString: strerror(errno))) }
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count else {
-            throw .unreachable(String(cString: strerror(errno)))
-        }
+        try sendAll(fd, Array("GET \(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\nConnection: close\r\n\r\n".utf8))
         // "HTTP/1.1 200 OK": the status line is all that is read.
         var answer: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 256)
@@ -77,5 +62,50 @@ enum HTTPProbe {
             throw .badAnswer
         }
         return status
+    }
+
+    /// A connected socket, each send and receive on it bounded by `timeout` seconds.
+    static func connect(to target: Target, timeout: Double) throws(Failure) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(target.host, String(target.port), &hints, &found) == 0, let first = found else { throw .unresolved(target.host) }
+        defer { freeaddrinfo(found) }
+        let fd = socket(first.pointee.ai_family, first.pointee.ai_socktype, first.pointee.ai_protocol)
+        guard fd >= 0 else { throw .unreachable(String(cString: strerror(errno))) }
+        // On Linux the send timeout bounds connect too.
+        var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard Glibc.connect(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw .unreachable(reason)
+        }
+        return fd
+    }
+
+    static func sendAll(_ fd: Int32, _ bytes: [UInt8]) throws(Failure) {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, $0.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw .unreachable(String(cString: strerror(errno))) }
+            sent += n
+        }
+    }
+
+    /// Everything the server sends until it closes the connection.
+    static func receiveAll(_ fd: Int32) throws(Failure) -> [UInt8] {
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { break }
+            guard n > 0 else { throw .unreachable(String(cString: strerror(errno))) }
+            answer += buffer[0..<n]
+        }
+        if answer.isEmpty { throw .unreachable("the connection closed without an answer") }
+        return answer
     }
 }

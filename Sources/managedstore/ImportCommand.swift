@@ -11,8 +11,11 @@ struct ImportCommand: ParsableCommand {
         Lines are checked as the API checks a POST (unknown properties, types, the model's rules). A bad line \
         stops the import: its chunk is not stored, the chunks before it are, and the command says which line \
         failed and how many rows were stored, so that the rest can be imported after fixing it (exit 1).
-        Example:
+        Through a running server (no --store), the file is streamed as one NDJSON POST: the server's checks, \
+        tokens and write queue apply, and its answer says how many objects it stored.
+        Examples:
           managedstore import tasks.ndjson --entity Task --demo --store ./data/demo.sqlite
+          managedstore import tasks.ndjson --entity Task --url http://127.0.0.1:8080 --token T
         """)
 
     @Argument(help: "The NDJSON file; - for standard input.")
@@ -36,8 +39,12 @@ struct ImportCommand: ParsableCommand {
             input = handle
             total = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
         }
-        let coordinator = try storeOptions.openCoordinator()
         let report = ProgressReport("imported", total: total)
+        if let server = storeOptions.server {
+            let rows = try RemoteTransfer.import(input, entity: entity, through: server) { report.show(rows: 0, done: $0) }
+            return report.end(rows: rows)
+        }
+        let coordinator = try storeOptions.openCoordinator()
         do {
             let importer = try NDJSONFileImport(coordinator: coordinator, entityName: entity)
             let rows = try importer.run(from: input) { report.show(rows: $0.rows, done: $0.bytesRead) }

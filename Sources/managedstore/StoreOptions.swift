@@ -2,25 +2,47 @@ import ArgumentParser
 import Foundation
 import ManagedStore
 
-/// The options that name a store and its model, shared by the commands that open one
-/// without serving it (`import`, `export`).
+/// Where the objects of `import` and `export` are: a store file opened here (`--store` with
+/// `--model` or `--demo`), or else a running server, through its API (`--url`, by default
+/// http://127.0.0.1:8080, with `--token`).
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The model file (JSON model format). Use --demo for the built-in task tracker.")
+    @Option(help: "The model file (JSON model format), with --store. Use --demo for the built-in task tracker.")
     var model: String?
 
-    @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
+    @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag), with --store.")
     var demo = false
 
-    @Option(help: "The SQLite store file (created with its folder if missing).")
-    var store: String
+    @Option(help: "The SQLite store file to open here (created with its folder if missing). Without it, the command goes through a running server (--url).")
+    var store: String?
+
+    @Option(help: "A running server's base URL (http), used when no --store is given.")
+    var url: String?
+
+    @Option(help: "The bearer token for the server (MANAGEDSTORE_TOKEN keeps it out of the process list).")
+    var token: String?
 
     func validate() throws {
-        guard (model != nil) != demo else { throw ValidationError("give the model: --model FILE, or --demo for the built-in task tracker (not both)") }
-        guard store != ":memory:" else { throw ValidationError("--store must be a file: an in-memory store would be gone when the command ends") }
+        if let store {
+            guard url == nil, token == nil else { throw ValidationError("--store opens a store file here; --url and --token are for going through a server: give one or the other") }
+            guard (model != nil) != demo else { throw ValidationError("give the model: --model FILE, or --demo for the built-in task tracker (not both)") }
+            guard store != ":memory:" else { throw ValidationError("--store must be a file: an in-memory store would be gone when the command ends") }
+        } else {
+            guard model == nil, !demo else { throw ValidationError("--model and --demo go with --store; through a server (--url) the server's model is used") }
+            guard HTTPProbe.Target(url: baseURL) != nil else { throw ValidationError("--url must be http://HOST[:PORT], got \(baseURL)") }
+        }
+    }
+
+    var baseURL: String { url ?? "http://127.0.0.1:8080" }
+
+    /// The server to go through, when no store file is named.
+    var server: ServerClient? {
+        guard store == nil, let target = HTTPProbe.Target(url: baseURL) else { return nil }
+        return ServerClient(target: target, token: token)
     }
 
     /// The store's coordinator; a model or store that cannot be opened ends the command (exit 2 or 1).
     func openCoordinator() throws -> PersistentStoreCoordinator {
+        guard let store else { throw ValidationError("no --store given") }
         let loaded = try loadModel(model)
         do {
             return try PersistentStoreCoordinator(model: loaded, store: .path(store))
