@@ -66,7 +66,9 @@ public final class ManagedStoreServer: Sendable {
     private func load() throws {
         let coordinator = try open()
         let service = ManagedStoreService(coordinator: coordinator, configuration: configuration, metrics: front.metrics)
-        _ = front.install(service)
+        if front.install(service) {
+            configuration.logger.info("ready", metadata: ["model": .string(coordinator.model.name)])
+        }
         loaded.signal()
     }
 

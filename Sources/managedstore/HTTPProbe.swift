@@ -3,8 +3,9 @@ import Foundation
 import Glibc
 #endif
 
-/// One GET over a plain TCP socket, for the status line only: what `healthcheck` needs, without
-/// URLSession (whose Linux build needs libcurl, which the runtime image does not carry).
+/// The plain-socket side of talking to a server (`ServerClient`): a URL's host and port,
+/// connecting, sending and reading to the end. No URLSession: its Linux build needs libcurl,
+/// which the runtime image does not carry.
 enum HTTPProbe {
     struct Target {
         let host: String
@@ -40,28 +41,6 @@ enum HTTPProbe {
             case .badAnswer: return "the answer is not HTTP"
             }
         }
-    }
-
-    /// The status of `GET path` at `target`, within `timeout` seconds for each step.
-    static func status(of path: String, at target: Target, timeout: Double) throws(Failure) -> Int {
-        let fd = try connect(to: target, timeout: timeout)
-        defer { close(fd) }
-        try sendAll(fd, Array("GET \(path) HTTP/1.1\r\nHost: \(target.host):\(target.port)\r\nConnection: close\r\n\r\n".utf8))
-        // "HTTP/1.1 200 OK": the status line is all that is read.
-        var answer: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while !answer.contains(UInt8(ascii: "\n")) && answer.count < 1024 {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { break }
-            answer += buffer[0..<n]
-        }
-        let line = String(decoding: answer.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-        let fields = line.split(separator: " ")
-        guard fields.count >= 2, fields[0].hasPrefix("HTTP/"), let status = Int(fields[1]) else {
-            if answer.isEmpty { throw .unreachable("the connection closed without an answer") }
-            throw .badAnswer
-        }
-        return status
     }
 
     /// A connected socket, each send and receive on it bounded by `timeout` seconds.

@@ -3,7 +3,7 @@ import Foundation
 
 /// `managedstore healthcheck`: exit 0 when the server at `--url` is ready (`/v1/readyz` answers
 /// 200), 1 otherwise. The container image's HEALTHCHECK: no curl in the image, so the binary
-/// asks itself, over a plain socket.
+/// asks itself, over a plain socket (`ServerClient`).
 struct HealthcheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "healthcheck",
@@ -27,7 +27,7 @@ struct HealthcheckCommand: ParsableCommand {
     func run() throws {
         guard let target = HTTPProbe.Target(url: baseURL) else { throw ExitCode(1) }
         do {
-            let status = try HTTPProbe.status(of: "/v1/readyz", at: target, timeout: timeout)
+            let status = try ServerClient(target: target, token: nil, timeout: timeout).send("GET", "/v1/readyz").status
             guard status == 200 else {
                 FileHandle.standardError.write(Data("managedstore healthcheck: \(baseURL)/v1/readyz answered \(status)\n".utf8))
                 throw ExitCode(1)

@@ -168,11 +168,6 @@ struct ServeCommand: ParsableCommand {
         say("  curl -s \(base)/v1/model")
         say("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
         say("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
-        Thread.detachNewThread {
-            if server.waitUntilLoaded(timeout: .infinity), server.service != nil {
-                logger.info("ready", metadata: ["store": .string(store), "model": .string(loaded.name)])
-            }
-        }
         let signal = signals.wait()
         logger.info("stopping", metadata: ["signal": .string(signal), "timeout_s": .stringConvertible(shutdownTimeout)])
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")

@@ -9,19 +9,13 @@ import Testing
 @Suite("Logs, request IDs and metrics")
 struct ObservabilityTests {
     /// Log lines as the server writes them.
-    final class Lines: @unchecked Sendable {
-        // @unchecked Sendable: `lines` is only touched under `lock`.
-        private let lock = NSLock()
-        private var lines: [String] = []
-        func append(_ line: String) { lock.lock(); lines.append(line); lock.unlock() }
-        var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
-    }
+    typealias Lines = LockedList<String>
 
     static func server(format: LineLogHandler.Format = .text, tokens: [AccessToken] = [], inMemory: Bool = true) throws -> (ServerHarness, Lines) {
         let lines = Lines()
         let harness = try ServerHarness(inMemory: inMemory) { service, _ in
             service.accessTokens = tokens
-            service.logger = Logger(label: "test") { _ in LineLogHandler(format: format, write: { lines.append($0) }) }
+            service.logger = Logger(label: "test") { _ in LineLogHandler(format: format, write: { lines.add($0) }) }
         }
         return (harness, lines)
     }
@@ -247,7 +241,7 @@ struct ObservabilityTests {
         http.port = 0
         let reported = Lines()
         let server = ManagedStoreServer(opening: { throw StoreError.notAManagedStore(path: "/tmp/x.sqlite") }, service: ServiceConfiguration(), http: http)
-        try server.start(failed: { reported.append("\($0)") })
+        try server.start(failed: { reported.add("\($0)") })
         defer { server.stop(timeout: 5) }
         #expect(server.waitUntilLoaded(timeout: 10))
         try waitUntil("the failure is reported") { !reported.all.isEmpty }

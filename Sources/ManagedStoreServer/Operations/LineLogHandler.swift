@@ -42,14 +42,14 @@ public struct LineLogHandler: LogHandler {
     /// The request fields first, in the contract's order, then the rest by name: lines that a
     /// reader's eye (and `grep`) finds in the same place every time.
     private static func ordered(_ metadata: Logger.Metadata) -> [(String, Logger.MetadataValue)] {
-        let rank = Dictionary(uniqueKeysWithValues: leading.enumerated().map { ($0.element, $0.offset) })
-        return metadata.sorted { a, b in
+        metadata.sorted { a, b in
             let ra = rank[a.key] ?? leading.count, rb = rank[b.key] ?? leading.count
             return ra != rb ? ra < rb : a.key < b.key
         }.map { ($0.key, $0.value) }
     }
 
     private static let leading = ["request_id", "method", "route", "status", "bytes", "duration_ms", "token"]
+    private static let rank = Dictionary(uniqueKeysWithValues: leading.enumerated().map { ($0.element, $0.offset) })
 
     // MARK: Formats
 
