@@ -146,4 +146,23 @@ struct ErrorTests {
         #expect(found == ["Tag/1.tasks:invalid-relationship", "Tag/1.tasks:delete-denied"])
         #expect(try harness.counts()["Tag"] == 1)
     }
+
+    /// Found by the four-client model-based walk (seed 8802 on CI): a value refused in one
+    /// operation hid the broken rule of the value a later operation set on the same property.
+    @Test("a refused value does not hide the rule a later operation's value breaks")
+    func laterValueAfterRefusedValue() throws {
+        let harness = try ServerHarness()
+        #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "t"}"#).status == 201)
+        let response = try harness.request("POST", "/v1/transactions", json: #"""
+            {"operations": [{"op": "update", "object": "Task/1", "values": {"priority": "high", "estimate": "lots"}},
+                            {"op": "update", "object": "Task/1", "values": {"priority": 9, "title": null}}]}
+            """#)
+        Self.check(response, 422, "validation")
+        let errors = response.json?["errors"] as? [[String: Any]] ?? []
+        let found = Set(errors.map { "\($0["property"] as? String ?? "-"):\($0["code"] as? String ?? "-")" })
+        #expect(found == ["priority:invalid-type", "estimate:invalid-type", "priority:too-large", "title:missing-mandatory-property"])
+        let task = try harness.request("GET", "/v1/objects/Task/1")
+        #expect(task.json?["_version"] as? Int == 1)
+        #expect(task.json?["title"] as? String == "t")
+    }
 }

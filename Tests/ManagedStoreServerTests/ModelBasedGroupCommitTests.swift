@@ -40,6 +40,7 @@ struct ModelBasedGroupCommitTests {
                 defer { group.leave() }
                 var settings = base
                 settings.seed = base.seed &+ UInt64(client)
+                settings.replay = "MANAGEDSTORE_MODEL_SEED=\(base.seed) replays the walk; the clients' interleaving, and with it the IDs, may differ"
                 let walk = ModelWalk(port: harness.port, model: model, name: "\(name), client \(client) of \(clients)", settings: settings,
                                      owner: "c\(client)-", cap: 15, shouldStop: { stop.value })
                 do {

@@ -27,6 +27,9 @@ struct WalkSettings {
     var steps: Int
     var deadline: Date
     var seed: UInt64
+    /// What a failure tells the reader to replay: the seed of the whole test, which for one of
+    /// several concurrent clients is not that client's own seed.
+    var replay: String?
     var crashers: Bool
     /// Checks loosened for triage, so that a known server bug does not hide the next one
     /// (`MANAGEDSTORE_MODEL_RELAX=name,name`; every check is on by default). See `Relax`.
@@ -133,7 +136,7 @@ final class ModelWalk {
     }
 
     func fail(_ what: String, expected: String? = nil, actual: String? = nil) -> ModelMismatch {
-        var text = "model-based HTTP test failed: \(name), seed \(settings.seed) (MANAGEDSTORE_MODEL_SEED=\(settings.seed) replays it), step \(step): \(label)\n"
+        var text = "model-based HTTP test failed: \(name), seed \(settings.seed) (\(settings.replay ?? "MANAGEDSTORE_MODEL_SEED=\(settings.seed) replays it")), step \(step): \(label)\n"
         text += what + "\n"
         if let expected { text += "  expected: \(expected)\n" }
         if let actual { text += "  actual:   \(actual)\n" }

@@ -180,10 +180,11 @@ final class ObjectWriter {
     }
 
     /// Throws 422 with every broken rule of the write at once when any value could not be set:
-    /// those values' errors, and everything the save's validation finds in what was set
-    /// (except a second error for a property whose value was already refused, such as
-    /// "missing" for an attribute left unset; a deleted object's deny rule is broken whatever
-    /// the refused value was, so delete-denied is always listed).
+    /// those values' errors, and everything the save's validation finds in what was set. The
+    /// one error left out is "missing" for a property whose value was refused: it is missing
+    /// only because the refused value was not set. Any other rule a refused property breaks
+    /// is about a value that was set (a later operation of the transaction set it too small,
+    /// say), so it is listed.
     func reportErrors(of applied: [(ObjectBody, ManagedObject, Bool)]) throws {
         var reported: [(object: ManagedObjectID, property: String?, code: ValidationErrorCode, message: String)] = []
         var refused: Set<String> = []
@@ -195,7 +196,7 @@ final class ObjectWriter {
         }
         guard !reported.isEmpty else { return }
         for error in context.validatePendingChanges()
-        where error.code == .deleteDenied || !refused.contains("\(error.objectID)\u{0}\(error.property ?? "")") {
+        where error.code != .missingMandatoryProperty || !refused.contains("\(error.objectID)\u{0}\(error.property ?? "")") {
             reported.append((error.objectID, error.property, error.code, error.message(describing: names.name)))
         }
         throw Failure(problem: .validation(reported.map { (names.name($0.object), $0.property, $0.code.rawValue, $0.message) }))
