@@ -73,6 +73,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "How long the change history is kept: a whole number of s, m, h or d (90m, 7d), or forever. Older saves are pruned; reading the change feed from before them is 410.")
     var historyRetention = "7d"
 
+    @Option(help: "How long a write sent with an Idempotency-Key is remembered: a retry within it gets the stored answer; a whole number of s, m, h or d (24h, 7d). Expired keys are deleted in the background.")
+    var idempotencyTtl = "24h"
+
     @Option(help: "A JSON file of the bearer tokens accepted: {\"tokens\": [{\"name\", \"sha256\", \"scopes\": [\"read\", \"write:Book\", \"admin\"]}]} (make entries with `managedstore token new`).")
     var tokensFile: String?
 
@@ -91,6 +94,9 @@ struct ServeCommand: ParsableCommand {
         }
         guard HistoryRetention.Setting(historyRetention) != nil else {
             throw ValidationError("--history-retention must be a whole number of s, m, h or d (7d, 12h), from 1s to 36500d, or forever")
+        }
+        guard DurationText.parse(idempotencyTtl) != nil else {
+            throw ValidationError("--idempotency-ttl must be a whole number of s, m, h or d (24h, 90m), from 1s to 36500d")
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
         guard LineLogHandler.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
@@ -117,6 +123,7 @@ struct ServeCommand: ParsableCommand {
         let loaded = try loadModel(model)
         var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)
         description.recordsHistory = !noHistory
+        description.idempotencyKeyLifetime = DurationText.parse(idempotencyTtl) ?? .seconds(86_400)
         var service = ServiceConfiguration()
         service.logger = logger
         service.accessTokens = try accessTokens()

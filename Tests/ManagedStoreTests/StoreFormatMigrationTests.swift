@@ -115,9 +115,10 @@ struct StoreFormatMigrationTests {
 
     // MARK: Tests
 
-    @Test("the format-1 schema written out here is what StoreSchema makes, with the old collation on decimal columns and no _history column")
+    @Test("the format-1 schema written out here is what StoreSchema makes, with the old collation on decimal columns, no _history column and no later tables")
     func format1SchemaIsFaithful() {
-        let today = StoreSchema.createStatements(for: Self.model).filter { !StoreSchema.historyStatements.contains($0) }
+        let later = StoreSchema.historyStatements + IdempotencyTable.createStatements
+        let today = StoreSchema.createStatements(for: Self.model).filter { !later.contains($0) }
             .map { $0.replacingOccurrences(of: ", \(StoreSchema.historyColumn) INTEGER", with: "") }
         #expect(Self.format1Schema.map { $0.replacingOccurrences(of: " COLLATE MS_DECIMAL", with: "") } == today)
     }
@@ -202,7 +203,50 @@ struct StoreFormatMigrationTests {
 
     /// Turns today's store into format 4 as that version left it: no `_history` column in the
     /// entity tables, no `prior` in the change rows, the index on (entity, pk, token).
+    /// Today's store as format 5 left it: without the records of idempotent writes.
+    static func turnIntoFormat5(_ connection: SQLiteConnection) throws {
+        try connection.execute(#"DROP TABLE "_idempotency""#)
+        try connection.execute(#"UPDATE "_metadata" SET "value" = '5' WHERE "key" = 'format'"#)
+    }
+
+    @Test("a format-5 store is upgraded in place: its objects and history kept, the idempotency table a new store's, keyed saves working")
+    func upgradesFormat5() throws {
+        let store = TemporaryStore()
+        var tagID: ManagedObjectID?
+        do {
+            let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+            let context = container.newBackgroundContext()
+            try context.performAndWait { () throws in
+                let tag = context.insertNewObject(forEntityName: "Tag")
+                tag.setValue("kept", forKey: "label")
+                try context.save()
+                tagID = tag.objectID
+            }
+        }
+        try Self.turnIntoFormat5(try SQLiteConnection(path: store.url.path))
+        #expect(try Self.formatAndSchema(store.url).format == "5")
+        let container = try PersistentContainer(model: Self.model, store: .sqlite(store.url))
+        let (format, schema) = try Self.formatAndSchema(store.url)
+        #expect(format == StoreFormatMigration.currentFormat)
+        let fresh = TemporaryStore()
+        _ = try PersistentContainer(model: Self.model, store: .sqlite(fresh.url))
+        #expect(schema == (try Self.formatAndSchema(fresh.url)).schema, "the definitions are a new store's")
+        #expect(try container.coordinator.history(after: .zero).count == 1)
+        let context = container.newBackgroundContext()
+        try context.performAndWait { () throws in
+            let kept = try context.existingObject(with: #require(tagID))
+            #expect(kept.value("label", as: String.self) == "kept")
+            let key = try #require(IdempotencyKey("after-upgrade"))
+            context.insertNewObject(forEntityName: "Tag").setValue("once", forKey: "label")
+            #expect(try !context.save(idempotencyKey: key).isReplay)
+            context.insertNewObject(forEntityName: "Tag").setValue("once", forKey: "label")
+            #expect(try context.save(idempotencyKey: key).isReplay)
+        }
+        #expect(try container.coordinator.checkIntegrity().isEmpty)
+    }
+
     static func turnIntoFormat4(_ connection: SQLiteConnection) throws {
+        try turnIntoFormat5(connection)
         for entity in model.schema { try connection.execute("ALTER TABLE \(entity.table) DROP COLUMN \"_history\"") }
         try connection.execute(#"ALTER TABLE "_history_change" RENAME TO "new_changes""#)
         try connection.execute(#"""
@@ -358,7 +402,7 @@ struct StoreFormatMigrationTests {
         #expect(try container.coordinator.history(after: try container.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [8])
     }
 
-    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["6", "0", "", nil] as [String?])
+    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["7", "0", "", nil] as [String?])
     func unknownFormatRefused(_ format: String?) throws {
         let store = TemporaryStore()
         do { _ = try PersistentContainer(model: Self.model, store: .sqlite(store.url)) }
@@ -373,8 +417,8 @@ struct StoreFormatMigrationTests {
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             let text = "\(error)"
-            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4", "5"])
-                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4, 5")
+            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4", "5", "6"])
+                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4, 5, 6")
         }
         #expect(try Self.formatAndSchema(store.url).format == format)
     }

@@ -100,6 +100,9 @@ public enum SaveError: Error, Sendable, CustomStringConvertible {
     case conflict(mergeConflicts: [MergeConflict], constraintConflicts: [ConstraintConflict])
     /// The store failed underneath (I/O, disk full, a busy store past its timeout).
     case store(StoreError)
+    /// A save under an idempotency key that an earlier save used with another fingerprint
+    /// (`save(idempotencyKey:fingerprint:mergePolicy:)`).
+    case idempotencyKeyReused(IdempotencyKey)
 
     public var description: String {
         switch self {
@@ -111,6 +114,8 @@ public enum SaveError: Error, Sendable, CustomStringConvertible {
             return "conflict: " + (m + c).joined(separator: "; ")
         case .store(let error):
             return error.description
+        case .idempotencyKeyReused(let key):
+            return "the idempotency key \(key) was used before for another save"
         }
     }
 }

@@ -114,6 +114,8 @@ final class SQLiteConnection {
     }
 
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
+    /// Rows the last INSERT, UPDATE or DELETE on this connection changed.
+    var changes: Int64 { Int64(sqlite3_changes64(handle)) }
     /// The rowid of the row the last INSERT on this connection added.
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }

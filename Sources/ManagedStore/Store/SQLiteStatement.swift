@@ -55,6 +55,13 @@ final class SQLiteStatement {
         if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
     }
 
+    /// Binds bytes as a blob (an empty one is a blob too, not NULL).
+    func bindBlob(_ bytes: [UInt8], at index: Int32) {
+        bytes.withUnsafeBytes { raw in
+            _ = sqlite3_bind_blob64(handle, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), UInt64(raw.count), csqlite_transient())
+        }
+    }
+
     func bindText(_ text: String, at index: Int32) {
         var text = text
         text.withUTF8 { utf8 in
@@ -111,6 +118,13 @@ final class SQLiteStatement {
     func withText<T>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> T) -> T {
         let pointer = sqlite3_column_text(handle, column)
         return body(UnsafeBufferPointer(start: pointer, count: pointer == nil ? 0 : Int(sqlite3_column_bytes(handle, column))))
+    }
+
+    /// The bytes of a blob (or text) column.
+    func bytes(_ column: Int32) -> [UInt8] {
+        let count = Int(sqlite3_column_bytes(handle, column))
+        guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
     func blob(_ column: Int32) -> Data {

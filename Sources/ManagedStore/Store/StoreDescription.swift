@@ -39,6 +39,10 @@ public struct StoreDescription: Sendable {
     /// NSPersistentContainer's NSInferMappingModelAutomaticallyOption]. Off, such a store is
     /// refused with `StoreError.modelMismatch`.
     public var shouldInferMappingModelAutomatically = true
+    /// How long a write under an idempotency key is remembered (24 hours by default): a retry
+    /// after that is carried out afresh. Expired records are deleted by
+    /// `PersistentStoreCoordinator.deleteExpiredIdempotencyRecords(limit:)`.
+    public var idempotencyKeyLifetime: Duration = .seconds(86_400)
 
     public init(location: Location, readerCount: Int = 4, durability: Durability = .full, memoryMapSize: Int = 256 << 20) {
         self.location = location

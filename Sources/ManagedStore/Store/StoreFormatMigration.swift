@@ -15,11 +15,13 @@ import Foundation
 /// - Format 5 chains each object's changes (its row's `_history`, each change's `prior`) in
 ///   place of the index on (entity, pk, token) that every save wrote a random page of. Format 4
 ///   writers would leave the chains stale, hence a new format.
+/// - Format 6 adds the records of idempotent writes (`IdempotencyTable`). Format 5 writers
+///   would let a key's write happen twice, hence a new format.
 enum StoreFormatMigration {
     /// The format this version writes.
-    static let currentFormat = "5"
+    static let currentFormat = "6"
     /// The formats this version opens: older ones are upgraded in place, one step at a time.
-    static let readableFormats = ["1", "2", "3", "4", currentFormat]
+    static let readableFormats = ["1", "2", "3", "4", "5", currentFormat]
 
     /// The store's recorded format (nil when it records none) when this version reads it;
     /// otherwise the store is refused.
@@ -35,19 +37,9 @@ enum StoreFormatMigration {
     static func upgrade(_ connection: SQLiteConnection, model: ManagedObjectModel, from format: String) throws(StoreError) {
         guard format != currentFormat else { return }
         do throws(StoreError) {
-            if format == "1" {
-                for entity in model.schema where entity.attributes.contains(where: { $0.type == .decimal }) {
-                    try rebuildWithoutCollation(entity, connection)
-                }
-            }
-            try addHistoryColumns(model, connection)
-            if format == "1" || format == "2" {
-                // 2 -> 3 (and on): the history starts empty; saves before the upgrade are not in it.
-                for statement in StoreSchema.historyStatements { try connection.execute(statement) }
-            } else {
-                if format == "3" { try rebuildHistoryTransactionsWithoutAutoincrement(connection) }
-                try chainHistoryChanges(model, connection)
-            }
+            if format != "5" { try upgradeToFormat5(connection, model: model, from: format) }
+            // 5 -> 6.
+            for statement in IdempotencyTable.createStatements { try connection.execute(statement) }
             try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
                 s.bind(.string(currentFormat), at: 1)
                 try s.execute()
@@ -56,6 +48,23 @@ enum StoreFormatMigration {
             // Say what was under way: a bare "table already exists" on opening a store puzzles.
             guard case let .sqlite(code, message, sql) = error else { throw error }
             throw .sqlite(code: code, message: "upgrading the store from format \(format) to \(currentFormat): \(message)", sql: sql)
+        }
+    }
+
+    /// 1, 2, 3 or 4 -> 5.
+    private static func upgradeToFormat5(_ connection: SQLiteConnection, model: ManagedObjectModel, from format: String) throws(StoreError) {
+        if format == "1" {
+            for entity in model.schema where entity.attributes.contains(where: { $0.type == .decimal }) {
+                try rebuildWithoutCollation(entity, connection)
+            }
+        }
+        try addHistoryColumns(model, connection)
+        if format == "1" || format == "2" {
+            // 2 -> 3 (and on): the history starts empty; saves before the upgrade are not in it.
+            for statement in StoreSchema.historyStatements { try connection.execute(statement) }
+        } else {
+            if format == "3" { try rebuildHistoryTransactionsWithoutAutoincrement(connection) }
+            try chainHistoryChanges(model, connection)
         }
     }
 

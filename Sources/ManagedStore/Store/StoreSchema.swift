@@ -8,7 +8,7 @@ enum StoreSchema {
             // The largest primary key handed out per entity; keys are never reused, so an object
             // ID (and its URI) never comes to name a different object after a delete.
             "CREATE TABLE \"_sequence\" (\"entity\" TEXT PRIMARY KEY, \"max\" INTEGER NOT NULL)",
-        ] + historyStatements
+        ] + historyStatements + IdempotencyTable.createStatements
         for entity in model.schema {
             statements.append(createTable(entity, named: entity.table))
             statements.append(contentsOf: createIndexes(entity))

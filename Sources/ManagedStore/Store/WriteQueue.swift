@@ -249,6 +249,9 @@ public final class GroupCommit {
     /// Saves written into the transaction, for the contexts that merge automatically: told
     /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
     var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
+    /// Idempotency keys whose records the transaction stored so far: a unit that replays one
+    /// of them stands or falls with this transaction's COMMIT, as the unit that stored it does.
+    var storedIdempotencyKeys: Set<IdempotencyKey> = []
 
     init(connection: SQLiteConnection) { self.connection = connection }
 
@@ -260,6 +263,7 @@ public final class GroupCommit {
     public func restart() throws(StoreError) {
         guard !connection.isInTransaction else { return }
         committedSaves = []  // undone with the transaction SQLite rolled back
+        storedIdempotencyKeys = []
         try connection.cachedStatement("BEGIN IMMEDIATE").execute()
     }
 
@@ -268,6 +272,11 @@ public final class GroupCommit {
 
     /// Whether a save wrote something (released its savepoint) since `markUnit`.
     public var wroteSinceMark: Bool { released > 0 }
+
+    /// Counts the current unit as one that wrote: what it answers rests on writes of this
+    /// transaction (a replay of an idempotency record stored earlier in it), so if the COMMIT
+    /// fails it must be told it was undone too.
+    func dependsOnTransaction() { released += 1 }
 
     /// Runs `body` in the savepoint `name` of the group's transaction: its writes are kept when
     /// it returns and rolled back alone when it throws.

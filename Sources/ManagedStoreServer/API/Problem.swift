@@ -74,6 +74,12 @@ struct Problem: Error, Sendable {
         Problem(status: 503, code: "unavailable", title: "Service unavailable",
                 detail: "the server holds as many request bodies as it may at once; retry shortly", headers: [("Retry-After", "1")])
     }
+    /// An `Idempotency-Key` that an earlier write used for another request.
+    static func idempotencyKeyReused() -> Problem {
+        Problem(status: 422, code: "idempotency-key-reused", title: "Idempotency key reused",
+                detail: "this Idempotency-Key was used before for another request (another method, path, body, or one of the "
+                    + "If-Match, Merge-Policy and Content-Type headers, or another token); nothing was written: send a new key with a new request")
+    }
     static func internalError(_ detail: String) -> Problem {
         Problem(status: 500, code: "internal", title: "Internal server error", detail: detail)
     }

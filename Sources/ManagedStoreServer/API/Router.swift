@@ -39,6 +39,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let parser: WriteRequestParser
     let changes: ChangeFeed
     let retention: HistoryRetention?
+    /// Deletes idempotency records past the store's key lifetime.
+    let idempotencyExpiry: IdempotencyExpiry
     /// Every entity's JSON keys, made once.
     let layouts: JSONLayouts
     let access: AccessControl
@@ -66,11 +68,13 @@ public final class ManagedStoreService: HTTPRequestHandler {
         } else {
             self.retention = nil
         }
+        self.idempotencyExpiry = IdempotencyExpiry(coordinator: coordinator)
     }
 
     public func start() {
         writes.start()
         retention?.start()
+        idempotencyExpiry.start()
         ready.set(true)
     }
 
@@ -80,6 +84,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
         ready.set(false)
         retention?.stop()
+        idempotencyExpiry.stop()
         let finished = writes.stop(deadline: deadline)
         // After the last commit: long-polls are answered with what they have, streams end.
         changes.stop()
@@ -99,8 +104,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
               access.allows(request, .write, on: .entity(entity.name)),
               let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)
         else { return nil }
+        // A malformed Idempotency-Key is answered by `handle` too.
+        let key: IdempotencyKey?
+        do { key = try IdempotentWrite.key(of: request) } catch { return nil }
         return NDJSONImport(entity: entity, coordinator: coordinator, writes: writes, policy: policy, author: parser.author(request),
-                            atomic: atomic, byteLimit: configuration.maxBodyBytes)
+                            atomic: atomic, byteLimit: configuration.maxBodyBytes,
+                            idempotency: key.map { ($0, IdempotentWrite.fingerprintStart(of: request, tokenName: (try? access.authenticate(request))??.name)) })
     }
 
     public func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome {
@@ -156,9 +165,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case (_, 1, "transactions"):
             guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
             try access.require(token, .write, on: .anyEntity)
+            _ = try IdempotentWrite.key(of: request)
             let transaction = try parser.transaction(request)
             for entity in transaction.operation.entitiesWritten.sorted() { try access.require(token, .write, on: .entity(entity)) }
-            return enqueue(transaction)
+            return try enqueue(transaction, request)
         case (_, 2, "objects"):
             return try collection(request, entityName: rest[2], token: token)
         case (_, 3, "objects") where rest[3] == "aggregate":
@@ -182,11 +192,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case "GET", "HEAD":
             return .respond(try reads.fetch(request, entity: entity))
         case "POST":
-            return enqueue(try parser.insert(request, entity: entity))
+            _ = try IdempotentWrite.key(of: request)  // a malformed key is 400 before the body is read
+            return try enqueue(try parser.insert(request, entity: entity), request)
         case "PATCH":
-            return enqueue(try parser.batchUpdate(request, entity: entity))
+            return try enqueue(try parser.batchUpdate(request, entity: entity), request)
         case "DELETE":
-            return enqueue(try parser.batchDelete(request, entity: entity))
+            return try enqueue(try parser.batchDelete(request, entity: entity), request)
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
         }
@@ -202,22 +213,41 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case "GET", "HEAD":
             return .respond(try reads.getOne(request, id: id, entity: entity))
         case "PATCH", "PUT":
-            return enqueue(try parser.update(request, id: id, entity: entity, replace: request.method == "PUT"))
+            return try enqueue(try parser.update(request, id: id, entity: entity, replace: request.method == "PUT"), request)
         case "DELETE":
-            return enqueue(try parser.delete(request, id: id))
+            return try enqueue(try parser.delete(request, id: id), request)
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "PATCH", "PUT", "DELETE"])
         }
     }
 
     /// Suspends the connection and queues the write; its answer is written as JSON off the
-    /// write thread, then the connection resumes with it.
-    private func enqueue(_ write: WriteRequest) -> HTTPHandlerOutcome {
-        .suspend { [writes, layouts, metrics] deferred in
-            writes.submit({ context in write.perform(in: context) }, completion: { outcome in
-                metrics.recordConflicts(of: outcome, policy: write.mergePolicy.name)
-                // Resumed from the write queue's thread; the answer is made on the MHD thread.
-                deferred.complete { WriteResponse.make(outcome, layouts: layouts) }
+    /// write thread, then the connection resumes with it. A write with an `Idempotency-Key`
+    /// is carried out once per key, and its answer made on the write thread, to be stored with
+    /// it (`IdempotentWrite`).
+    private func enqueue(_ write: WriteRequest, _ request: HTTPRequest) throws(Problem) -> HTTPHandlerOutcome {
+        guard let keyed = try IdempotentWrite(request) else {
+            return .suspend { [writes, layouts, metrics] deferred in
+                writes.submit({ context in write.perform(in: context) }, completion: { outcome in
+                    metrics.recordConflicts(of: outcome, policy: write.mergePolicy.name)
+                    // Resumed from the write queue's thread; the answer is made on the MHD thread.
+                    deferred.complete { WriteResponse.make(outcome, layouts: layouts) }
+                })
+            }
+        }
+        return .suspend { [writes, layouts, metrics] deferred in
+            writes.submit({ context in keyed.perform(in: context, layouts: layouts) { write.perform(in: context) } }, completion: { outcome in
+                switch outcome {
+                case .completed(.performed(let result, let response)):
+                    metrics.recordConflicts(of: .completed(result), policy: write.mergePolicy.name)
+                    deferred.complete { response }
+                case .completed(.replayed(let response)):
+                    deferred.complete { response }
+                case .undone:
+                    deferred.complete { WriteResponse.make(WriteOutcome<WriteResult>.undone, layouts: layouts) }
+                case .notRun:
+                    deferred.complete { WriteResponse.make(WriteOutcome<WriteResult>.notRun, layouts: layouts) }
+                }
             })
         }
     }

@@ -52,6 +52,10 @@ extension ManagedStoreService {
             text.family("managedstore_history_transactions", "gauge", "Saves the persistent history holds.")
             text.sample("managedstore_history_transactions", Double(transactions))
         }
+        if let keys = try? coordinator.idempotencyRecordCount() {
+            text.family("managedstore_idempotency_keys", "gauge", "Idempotency keys whose writes and answers the store holds (expired ones until the next expiry run).")
+            text.sample("managedstore_idempotency_keys", Double(keys))
+        }
         text.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
         text.sample("process_resident_memory_bytes", Double(ProcessStatistics.residentMemoryBytes))
         text.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")

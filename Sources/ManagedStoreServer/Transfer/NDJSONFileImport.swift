@@ -74,7 +74,8 @@ public struct NDJSONFileImport {
             throw Failure(code: problem.code, line: line, committed: committed,
                           problemJSON: String(decoding: NDJSONImportOutcome.stopped(problem, committed: committed).response.body, as: UTF8.self),
                           message: "\(problem.detail) (\(committed) rows stored before it)")
-        case nil:
+        case .replayed?, nil:
+            // A file import has no idempotency key, so it is never a replay.
             preconditionFailure("an import finished without an outcome")
         }
     }

@@ -12,6 +12,10 @@ import ManagedStore
 /// `line` and `committed`, the rows stored before that chunk. `?atomic=true` gathers the whole
 /// stream (up to the body size limit) and writes it as one unit.
 ///
+/// With an `Idempotency-Key` the stream is atomic too: the key and the answer are stored in the
+/// write's transaction, and only the whole body tells whether a retry is the same request (its
+/// fingerprint is taken as the bytes arrive).
+///
 /// `@unchecked Sendable`: the reading side (`receive`, `finish`, `cancel`, and the fields
 /// marked as front state) runs on the connection's libmicrohttpd thread, one call at a time;
 /// everything the write queue's thread touches (chunk work and completions) is under `lock`.
@@ -25,6 +29,9 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     private let policy: MergePolicy
     private let author: String?
     private let atomic: Bool
+    /// The key, and the fingerprint's hash so far (front state), of a keyed import.
+    private let key: IdempotencyKey?
+    private var fingerprint: SHA256?
     /// The longest line taken; with `atomic`, the most bytes of the whole body.
     private let byteLimit: Int
 
@@ -43,21 +50,27 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     private var committed = 0
     private var keys: [Int64] = []
     private var failure: Problem?
+    /// The stored answer of a keyed import carried out before.
+    private var replayed: HTTPResponse?
     /// Set once nothing more may be written (a chunk failed, the client went away); chunks still
     /// queued then write nothing.
     private var stopped = false
     private var resumeUpload: (@Sendable () -> Void)?
     private var whenFinished: (@Sendable (NDJSONImportOutcome) -> Void)?
 
+    /// `idempotency`: the request's key and the fingerprint of all of it but the body
+    /// (`IdempotentWrite.fingerprintStart`), for a keyed import.
     init(entity: EntityDescription, coordinator: PersistentStoreCoordinator, writes: WriteQueue, policy: MergePolicy,
-         author: String?, atomic: Bool, byteLimit: Int) {
+         author: String?, atomic: Bool, byteLimit: Int, idempotency: (key: IdempotencyKey, fingerprint: SHA256)? = nil) {
         self.entity = entity
         self.coordinator = coordinator
         self.writes = writes
         self.policy = policy
         self.author = author
-        self.atomic = atomic
+        self.atomic = atomic || idempotency != nil
         self.byteLimit = byteLimit
+        self.key = idempotency?.key
+        self.fingerprint = idempotency?.fingerprint
     }
 
     // MARK: Reading
@@ -67,6 +80,7 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     func receive(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard refusal == nil, !isStopped else { return }  // discarding what is left
         received += bytes.count
+        fingerprint?.update(bytes)
         if atomic && received > byteLimit {
             refuse(Problem.payloadTooLarge(limit: byteLimit).about("an atomic import is one transaction held in memory", ("line", .number(String(lineNumber + 1)))))
             return
@@ -169,6 +183,8 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     /// What one chunk came to on the write thread.
     private enum ChunkResult: Sendable {
         case written(WriteResult)
+        /// A keyed import carried out before: its stored answer.
+        case replayed(HTTPResponse)
         /// Not run: an earlier chunk failed, or the client went away.
         case skipped
     }
@@ -180,11 +196,21 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
         bodies = []
         lines = []
         lock.withLock { inFlight += 1 }
+        // A keyed import is atomic: this is its one chunk, submitted once the body has ended.
+        let keyed = key.map { key in IdempotentWrite(key: key, fingerprint: fingerprint?.finish() ?? []) }
         writes.submit({ [self] context -> ChunkResult in
             // Chunks run in order on the write thread: a failed one stops those behind it, even
             // within the same group commit.
             guard !isStopped else { return .skipped }
-            let result = request.perform(in: context)
+            var result: WriteResult
+            if let keyed {
+                switch keyed.perform(in: context, layouts: JSONLayouts(coordinator.model), { request.perform(in: context) }) {
+                case .performed(let performed, _): result = performed
+                case .replayed(let answer): return .replayed(answer)
+                }
+            } else {
+                result = request.perform(in: context)
+            }
             if case .problem = result { lock.withLock { stopped = true } }
             return .written(result)
         }, completion: { [self] outcome in
@@ -203,6 +229,10 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
                     committed += count
                     keys += chunkKeys ?? []
                 }
+            case .completed(.replayed(let answer)):
+                replayed = answer
+            case .completed(.written(.problem(let problem))) where problem.code == Problem.idempotencyKeyReused().code:
+                if failure == nil { failure = problem }
             case .completed(.written(.problem(let problem))):
                 if failure == nil { failure = problem.about("line \(Self.failedLine(problem) ?? firstLine)", ("line", .number(String(Self.failedLine(problem) ?? firstLine)))) }
             case .completed(.written), .completed(.skipped):
@@ -236,8 +266,9 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
 
     /// What the import came to, once no chunk is in flight.
     private var outcome: NDJSONImportOutcome {
-        let (failure, committed, keys) = lock.withLock { (self.failure, self.committed, self.keys) }
+        let (failure, committed, keys, replayed) = lock.withLock { (self.failure, self.committed, self.keys, self.replayed) }
         if let problem = failure ?? refusal { return .stopped(problem, committed: committed) }
+        if let replayed { return .replayed(replayed) }
         return .imported(entity: entity.name, keys: keys)
     }
 }
@@ -248,6 +279,8 @@ enum NDJSONImportOutcome: Sendable {
     case imported(entity: String, keys: [Int64])
     /// Stopped by `problem`; `committed` rows (whole chunks before it) were stored.
     case stopped(Problem, committed: Int)
+    /// A keyed import carried out before: nothing was written now; the answer it had.
+    case replayed(HTTPResponse)
 
     var response: HTTPResponse {
         switch self {
@@ -259,6 +292,8 @@ enum NDJSONImportOutcome: Sendable {
             return told.response
         case let .imported(entity, keys):
             return WriteResponse.batchAnswer(count: keys.count, entity: entity, keys: keys)
+        case .replayed(let answer):
+            return answer
         }
     }
 }

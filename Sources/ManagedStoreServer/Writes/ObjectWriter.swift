@@ -225,6 +225,8 @@ final class ObjectWriter {
             // The store's own words (SQLite's message, the SQL) go to the log, not to the client.
             ServerLog.error("save failed in the store: \(storeError)")
             return .unavailable("the store could not save the change; nothing was written")
+        case .idempotencyKeyReused:
+            return .idempotencyKeyReused()
         }
     }
 

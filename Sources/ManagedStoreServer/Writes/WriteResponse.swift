@@ -2,7 +2,8 @@ import Foundation
 import ManagedStore
 
 /// The answer to a write, made on a front thread from what the write thread reported: JSON
-/// written here, so that the write thread does SQL and little else.
+/// written here, so that the write thread does SQL and little else (except for a write with
+/// an idempotency key, whose answer is stored with it: `IdempotentWrite`).
 enum WriteResponse {
     /// The answer for `outcome`, the write queue's report on one request.
     static func make(_ outcome: WriteOutcome<WriteResult>, layouts: JSONLayouts) -> HTTPResponse {
@@ -16,7 +17,7 @@ enum WriteResponse {
         }
     }
 
-    private static func make(_ result: WriteResult, layouts: JSONLayouts) -> HTTPResponse {
+    static func make(_ result: WriteResult, layouts: JSONLayouts) -> HTTPResponse {
         let encoder = ObjectJSONEncoder(layouts: layouts)
         switch result {
         case .problem(let problem):

@@ -1,0 +1,70 @@
+import Foundation
+
+// Idempotent writes: a unit of work under a key runs once; a retry within the key's lifetime
+// gets what the first run stored. The record is written in the transaction of the work's own
+// writes, so that a crash keeps both or neither.
+
+extension PersistentStoreCoordinator {
+    /// Runs `work` once per `key`: in one write transaction (inside the group commit this
+    /// thread holds, in a savepoint of the group's; otherwise in one of its own), looks the
+    /// key up first. A record younger than `StoreDescription.idempotencyKeyLifetime` with the
+    /// same `fingerprint` is replayed and one with another fingerprint refused, neither
+    /// running `work`. Otherwise `work` runs; the answer it returns is stored under the key
+    /// with its writes, or nothing is stored when it returns no answer (a refusal: the next
+    /// try runs afresh). If anything throws, nothing of it is kept.
+    ///
+    /// Call it where `work`'s saves may run: inside the saving context's `performAndWait`.
+    public func performOnce<T>(key: IdempotencyKey, fingerprint: [UInt8],
+                               _ work: () throws -> (result: T, answer: [UInt8]?)) throws -> IdempotentOutcome<T> {
+        let oldest = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        return try inOneWriteTransaction { () throws -> IdempotentOutcome<T> in
+            guard let group = writer.currentGroup else { preconditionFailure("inOneWriteTransaction runs its body in a group commit") }
+            if let found = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
+                if group.storedIdempotencyKeys.contains(key) { group.dependsOnTransaction() }
+                return found.fingerprint == fingerprint ? .replayed(found) : .keyReused(found)
+            }
+            let (result, answer) = try work()
+            if let answer {
+                try IdempotencyTable.store(IdempotencyRecord(key: key, fingerprint: fingerprint, answer: answer, created: Date()), group.connection)
+                group.storedIdempotencyKeys.insert(key)
+            }
+            return .performed(result)
+        }
+    }
+
+    /// Deletes at most `limit` idempotency records older than the key lifetime, oldest first;
+    /// returns how many went. Run it until it returns less than `limit`: each call is one
+    /// short write, so saves waiting for the writer are not held behind a long prune.
+    @discardableResult
+    public func deleteExpiredIdempotencyRecords(limit: Int = 1_000) throws(StoreError) -> Int {
+        let cutoff = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        do {
+            return try write { connection in try IdempotencyTable.deleteExpired(before: cutoff, limit: limit, connection) }
+        } catch {
+            throw StoreError(wrapping: error)
+        }
+    }
+
+    /// The idempotency records the store holds (expired ones not yet deleted included).
+    public func idempotencyRecordCount() throws(StoreError) -> Int {
+        do {
+            return try read { connection in try IdempotencyTable.count(connection) }
+        } catch {
+            throw StoreError(wrapping: error)
+        }
+    }
+
+    /// The record of `key`, if the store holds one still within the key lifetime.
+    public func idempotencyRecord(for key: IdempotencyKey) throws(StoreError) -> IdempotencyRecord? {
+        let oldest = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        do {
+            return try read { connection in try IdempotencyTable.find(key, connection) }.flatMap { $0.created >= oldest ? $0 : nil }
+        } catch {
+            throw StoreError(wrapping: error)
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
