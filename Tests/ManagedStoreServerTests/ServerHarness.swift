@@ -10,15 +10,20 @@ final class ServerHarness: @unchecked Sendable {
     let coordinator: PersistentStoreCoordinator
     let directory: URL?
 
-    init(inMemory: Bool = true, model: ManagedObjectModel = .taskTracker(),
+    /// `directory`: a store file there (kept when the harness goes: a restart on it), else in
+    /// memory or in a folder of its own; `keyLifetime`: the store's idempotency key lifetime.
+    init(inMemory: Bool = true, model: ManagedObjectModel = .taskTracker(), directory given: URL? = nil, keyLifetime: Duration? = nil,
          configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
         var service = ServiceConfiguration()
         var http = HTTPServer.Configuration()
         http.port = 0
         http.connectionTimeout = 3
         configure(&service, &http)
-        let store: StoreDescription
-        if inMemory {
+        var store: StoreDescription
+        if let given {
+            directory = nil
+            store = .sqlite(given.appendingPathComponent("store.sqlite"), durability: .normal)
+        } else if inMemory {
             directory = nil
             store = .inMemory
         } else {
@@ -26,6 +31,7 @@ final class ServerHarness: @unchecked Sendable {
             directory = folder
             store = .sqlite(folder.appendingPathComponent("store.sqlite"), durability: .normal)
         }
+        if let keyLifetime { store.idempotencyKeyLifetime = keyLifetime }
         coordinator = try PersistentStoreCoordinator(model: model, store: store)
         server = ManagedStoreServer(coordinator: coordinator, service: service, http: http)
         try server.start()
