@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http image docker-check test-python-client clean
+.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency image docker-check test-python-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -78,6 +78,10 @@ openapi:
 ## make bench: the release-built library benchmarks (their own package under Benchmarks/)
 bench: deps
 	cd Benchmarks && $(SWIFT) run -c release managedstore-bench
+
+## make bench-idempotency: POST inserts with an Idempotency-Key each against without, alternating wrk runs
+bench-idempotency: deps
+	Benchmarks/http/idempotency.sh
 
 ## make bench-http: the HTTP benchmark with wrk on loopback (DURATION=10s by default)
 bench-http: deps

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make bench-idempotency: POST insert throughput with an Idempotency-Key on every request
+# against without, on one server (release build, --durability full, a store seeded with
+# $TASKS tasks), in alternating wrk runs of $DURATION ($ROUNDS of each, keyed first in odd
+# rounds, plain first in even ones) so that both sides see the same store sizes and the same
+# noise; prints each run and the ratio of the medians. Every run is bounded in time.
+set -euo pipefail
+trap 'echo "bench-idempotency: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+TASKS=${TASKS:-100000}
+
+./scripts/install-deps.sh wrk
+swift build -c release --product managedstore >/dev/null
+BIN="$ROOT/.build/release/managedstore"
+WORK=$(mktemp -d)
+PID=
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+echo "seeding $TASKS tasks..." >&2
+"$BIN" demo --store "$WORK/store.sqlite" --tasks "$TASKS" --batch 10000 >/dev/null
+"$BIN" serve --demo --store "$WORK/store.sqlite" --port 18111 --durability full >/dev/null 2>"$WORK/serve.log" & PID=$!
+for _ in $(seq 1 100); do curl -sf -o /dev/null http://127.0.0.1:18111/v1/readyz && break; sleep 0.1; done
+
+S=Benchmarks/http
+run() {  # run NAME SCRIPT
+  echo "running $1..." >&2
+  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$S/$2" http://127.0.0.1:18111 > "$WORK/$1.txt"
+}
+for round in $(seq 1 "$ROUNDS"); do
+  if [ $((round % 2)) -eq 1 ]; then run "keyed-$round" post_insert_keyed.lua; run "plain-$round" post_insert.lua
+  else run "plain-$round" post_insert.lua; run "keyed-$round" post_insert_keyed.lua; fi
+done
+KEYS=$(curl -s http://127.0.0.1:18111/v1/metrics | awk '/^managedstore_idempotency_keys /{print $2}')
+
+python3 - "$WORK" "$ROUNDS" "$KEYS" <<'PY'
+import re, sys, pathlib, statistics
+work, rounds, keys = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def ms(text):
+    value, unit = re.match(r"([\d.]+)(us|ms|s)", text).groups()
+    return float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit]
+def parse(name):
+    text = (work / f"{name}.txt").read_text()
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    p50 = ms(re.search(r"50%\s+(\S+)", text).group(1))
+    p99 = ms(re.search(r"99%\s+(\S+)", text).group(1))
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    return rps, p50, p99, int(errors.group(1)) if errors else 0
+runs = {side: [parse(f"{side}-{r}") for r in range(1, rounds + 1)] for side in ("plain", "keyed")}
+for r in range(rounds):
+    for side in ("plain", "keyed"):
+        rps, p50, p99, errors = runs[side][r]
+        print(f"round {r + 1} {side:5}: {rps:8.0f} req/s  p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  non-2xx {errors}")
+plain = statistics.median(x[0] for x in runs["plain"])
+keyed = statistics.median(x[0] for x in runs["keyed"])
+print(f"median: plain {plain:.0f} req/s, keyed {keyed:.0f} req/s; keyed/plain = {keyed / plain:.3f} "
+      f"({(1 - keyed / plain) * 100:.1f}% slower; target at most 15%)")
+print(f"idempotency keys held at the end: {keys}")
+if any(x[3] for side in runs.values() for x in side):
+    sys.exit("bench-idempotency: some requests were not answered 2xx")
+PY
