@@ -457,6 +457,12 @@ class Generator:
         maker = r.choices([self.t_insert, self.t_transaction, self.t_fetch, self.t_get, self.t_write_one, self.t_batch, self.t_misc],
                           weights=[14, 16, 22, 10, 14, 4, 6])[0]
         template = maker()
+        if template.method in ("POST", "PATCH", "PUT", "DELETE") and r.random() < 0.2:
+            # Idempotency keys from a small pool, so that replays and reuse under another request
+            # happen as often as fresh keys; now and then a malformed one.
+            key = r.choice([f"fuzz-key-{r.randint(0, 7)}", f"fuzz-key-{r.randint(0, 7)}", f"fresh-{r.random()}",
+                            "", " ", "x" * 256, "x" * 255, "caf\u00e9", "a\tb", "\x00"])
+            template.headers.append(("Idempotency-Key", key))
         if r.random() < valid_share:
             return template.render()
         if r.random() < 0.04:
