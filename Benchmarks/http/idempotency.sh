@@ -46,8 +46,8 @@ def ms(text):
 def parse(name):
     text = (work / f"{name}.txt").read_text()
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-    p50 = ms(re.search(r"50%\s+(\S+)", text).group(1))
-    p99 = ms(re.search(r"99%\s+(\S+)", text).group(1))
+    p50 = ms(re.search(r"\n\s+50%\s+(\S+)", text).group(1))
+    p99 = ms(re.search(r"\n\s+99%\s+(\S+)", text).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
     return rps, p50, p99, int(errors.group(1)) if errors else 0
 runs = {side: [parse(f"{side}-{r}") for r in range(1, rounds + 1)] for side in ("plain", "keyed")}
