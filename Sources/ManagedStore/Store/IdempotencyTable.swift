@@ -3,12 +3,17 @@ import Foundation
 /// The `_idempotency` table (store format 6): one row per idempotency key whose write
 /// committed, with the caller's fingerprint of the request and the answer it was given,
 /// written in the same transaction as the write itself, so that a crash keeps both or
-/// neither. Rows are found by key (the primary key) and expire by `created` (its index lets
-/// pruning take the oldest rows without a scan).
+/// neither.
+///
+/// Rows are appended in the order they are written (the rowid `id`), so a commit fills the
+/// table's last pages instead of splitting pages all over it: a row holds a whole answer, a
+/// few hundred bytes, and keyed by the key itself (WITHOUT ROWID) the table took 390 bytes
+/// of file per row and doubled the bytes each keyed insert wrote to the WAL. Keys are found
+/// through a unique index of small entries; expiry takes the oldest rows by `id`.
 enum IdempotencyTable {
     static let createStatements = [
-        #"CREATE TABLE "_idempotency" ("key" TEXT PRIMARY KEY, "fingerprint" BLOB NOT NULL, "answer" BLOB NOT NULL, "created" REAL NOT NULL) WITHOUT ROWID"#,
-        #"CREATE INDEX "_idempotency_created" ON "_idempotency" ("created")"#,
+        #"CREATE TABLE "_idempotency" ("id" INTEGER PRIMARY KEY, "key" TEXT NOT NULL, "fingerprint" BLOB NOT NULL, "answer" BLOB NOT NULL, "created" REAL NOT NULL)"#,
+        #"CREATE UNIQUE INDEX "_idempotency_key" ON "_idempotency" ("key")"#,
     ]
 
     private static let findSQL = PreparedSQL(#"SELECT "fingerprint", "answer", "created" FROM "_idempotency" WHERE "key" = ?"#)
@@ -35,11 +40,12 @@ enum IdempotencyTable {
         }
     }
 
-    /// Deletes at most `limit` rows created before `cutoff`, oldest first; returns how many.
+    /// Deletes those of the oldest `limit` rows (in the order they were written) created
+    /// before `cutoff`; returns how many. Only those rows are looked at, never the whole table.
     static func deleteExpired(before cutoff: Date, limit: Int, _ connection: SQLiteConnection) throws(StoreError) -> Int {
         try connection.withStatement(#"""
-            DELETE FROM "_idempotency" WHERE "key" IN
-                (SELECT "key" FROM "_idempotency" WHERE "created" < ? ORDER BY "created" LIMIT ?)
+            DELETE FROM "_idempotency" WHERE "created" < ?1 AND "id" IN
+                (SELECT "id" FROM "_idempotency" ORDER BY "id" LIMIT ?2)
             """#) { s throws(StoreError) in
             s.bind(.double(cutoff.timeIntervalSince1970), at: 1)
             s.bind(Int64(max(1, limit)), at: 2)

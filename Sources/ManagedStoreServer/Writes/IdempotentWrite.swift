@@ -44,7 +44,14 @@ struct IdempotentWrite: Sendable {
         guard let key = try Self.key(of: request) else { return nil }
         var hash = Self.fingerprintStart(of: request, tokenName: request.notes.tokenName)
         hash.update(request.body)
-        self.init(key: key, fingerprint: hash.finish())
+        self.init(key: key, fingerprint: Self.fingerprint(hash))
+    }
+
+    /// The first 16 bytes of the digest: 128 bits tell requests apart as well as the whole
+    /// would (a collision takes 2^64 tries), and every keyed write stores one.
+    static func fingerprint(_ hash: SHA256) -> [UInt8] {
+        var hash = hash
+        return Array(hash.finish().prefix(16))
     }
 
     init(key: IdempotencyKey, fingerprint: [UInt8]) {
@@ -95,29 +102,40 @@ struct IdempotentWrite: Sendable {
     }
 }
 
-/// A write's answer as an idempotency record stores it: one line of JSON with the status and
-/// the headers (`{"status":201,"headers":[["Location","/v1/objects/Task/7"],...]}`), a newline,
-/// then the body's bytes. (JSON writes a newline inside a string as `\n`: the first newline
-/// ends the head.)
+/// A write's answer as an idempotency record stores it, small because every keyed write stores
+/// one: the status on the first line, then a line per header (`Name: value`; the usual
+/// `Content-Type: application/json` as `J`), an empty line, then the body's bytes. (A header
+/// value holds no line break: the server writes them all.)
 enum StoredAnswer {
+    private static let json = (name: "Content-Type", value: "application/json")
+
     static func encode(_ response: HTTPResponse) -> [UInt8] {
-        let head = JSONValue.object([
-            ("status", .number(String(response.status))),
-            ("headers", .array(response.headers.map { .array([.string($0.name), .string($0.value)]) })),
-        ])
-        return Array(head.serialized().utf8) + [UInt8(ascii: "\n")] + response.body
+        var head = "\(response.status)\n"
+        for (name, value) in response.headers {
+            head += name == json.name && value == json.value ? "J\n" : "\(name): \(value)\n"
+        }
+        return Array((head + "\n").utf8) + response.body
     }
 
     static func decode(_ bytes: [UInt8]) -> HTTPResponse? {
-        guard let newline = bytes.firstIndex(of: UInt8(ascii: "\n")),
-              let head = try? JSONParser().parse(bytes[..<newline]),
-              let status = head["status"]?.int64Value, (100...599).contains(status),
-              let headers = head["headers"]?.arrayValue else { return nil }
-        var fields: [(name: String, value: String)] = []
-        for field in headers {
-            guard let pair = field.arrayValue, pair.count == 2, let name = pair[0].stringValue, let value = pair[1].stringValue else { return nil }
-            fields.append((name, value))
+        var lines: [String] = []
+        var start = 0
+        var index = 0
+        var headEnded = false
+        while index < bytes.count && !headEnded {
+            guard bytes[index] == UInt8(ascii: "\n") else { index += 1; continue }
+            let line = String(decoding: bytes[start..<index], as: UTF8.self)
+            index += 1
+            start = index
+            if line.isEmpty { headEnded = true } else { lines.append(line) }
         }
-        return HTTPResponse(status: Int(status), headers: fields, body: Array(bytes[(newline + 1)...]))
+        guard headEnded, let statusLine = lines.first, let status = Int(statusLine), (100...599).contains(status) else { return nil }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            if line == "J" { headers.append(json); continue }
+            guard let colon = line.range(of: ": ") else { return nil }
+            headers.append((String(line[..<colon.lowerBound]), String(line[colon.upperBound...])))
+        }
+        return HTTPResponse(status: status, headers: headers, body: Array(bytes[start...]))
     }
 }

@@ -197,7 +197,7 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
         lines = []
         lock.withLock { inFlight += 1 }
         // A keyed import is atomic: this is its one chunk, submitted once the body has ended.
-        let keyed = key.map { key in IdempotentWrite(key: key, fingerprint: fingerprint?.finish() ?? []) }
+        let keyed = key.map { key in IdempotentWrite(key: key, fingerprint: fingerprint.map(IdempotentWrite.fingerprint) ?? []) }
         writes.submit({ [self] context -> ChunkResult in
             // Chunks run in order on the write thread: a failed one stops those behind it, even
             // within the same group commit.
