@@ -109,6 +109,19 @@ struct BatchHTTPTests {
         #expect((changes.json?["transactions"] as? [Any])?.count == 1)
     }
 
+    /// Found by schemathesis: `atomic=` (empty) was taken as true, against the document's boolean.
+    @Test("atomic takes true or false, nothing else: an empty value or 1 is 400 and writes nothing", arguments: ["", "1", "0", "yes", "TRUE"])
+    func atomicIsBoolean(_ value: String) throws {
+        let harness = try ServerHarness()
+        let array = try harness.request("POST", "/v1/objects/Task?atomic=\(value)", json: #"[{"title": "a"}]"#)
+        #expect(array.status == 400, "atomic=\(value): \(array.status)")
+        #expect(array.json?["code"] as? String == "bad-request")
+        let stream = try harness.client().request("POST", "/v1/objects/Task?atomic=\(value)", headers: [("Content-Type", "application/x-ndjson")],
+                                                  body: Array(#"{"title": "b"}"#.utf8))
+        #expect(stream.status == 400, "NDJSON atomic=\(value): \(stream.status)")
+        #expect(try harness.taskTitles().isEmpty)
+    }
+
     @Test("chunks are committed while the body still arrives, and reads are answered meanwhile")
     func ndjsonInterleaves() throws {
         let harness = try ServerHarness()
