@@ -16,7 +16,7 @@ extension PersistentStoreCoordinator {
     /// Call it where `work`'s saves may run: inside the saving context's `performAndWait`.
     public func performOnce<T>(key: IdempotencyKey, fingerprint: [UInt8],
                                _ work: () throws -> (result: T, answer: [UInt8]?)) throws -> IdempotentOutcome<T> {
-        let oldest = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        let oldest = oldestLiveIdempotencyRecord
         return try inOneWriteTransaction { () throws -> IdempotentOutcome<T> in
             guard let group = writer.currentGroup else { preconditionFailure("inOneWriteTransaction runs its body in a group commit") }
             if let found = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
@@ -37,7 +37,7 @@ extension PersistentStoreCoordinator {
     /// short write, so saves waiting for the writer are not held behind a long prune.
     @discardableResult
     public func deleteExpiredIdempotencyRecords(limit: Int = 1_000) throws(StoreError) -> Int {
-        let cutoff = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        let cutoff = oldestLiveIdempotencyRecord
         do {
             return try write { connection in try IdempotencyTable.deleteExpired(before: cutoff, limit: limit, connection) }
         } catch {
@@ -56,12 +56,17 @@ extension PersistentStoreCoordinator {
 
     /// The record of `key`, if the store holds one still within the key lifetime.
     public func idempotencyRecord(for key: IdempotencyKey) throws(StoreError) -> IdempotencyRecord? {
-        let oldest = Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
+        let oldest = oldestLiveIdempotencyRecord
         do {
             return try read { connection in try IdempotencyTable.find(key, connection) }.flatMap { $0.created >= oldest ? $0 : nil }
         } catch {
             throw StoreError(wrapping: error)
         }
+    }
+
+    /// Records created before this have outlived the key lifetime.
+    private var oldestLiveIdempotencyRecord: Date {
+        Date(timeIntervalSinceNow: -Self.seconds(storeDescription.idempotencyKeyLifetime))
     }
 
     static func seconds(_ duration: Duration) -> Double {

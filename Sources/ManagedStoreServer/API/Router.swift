@@ -165,10 +165,11 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case (_, 1, "transactions"):
             guard request.method == "POST" else { throw Problem.methodNotAllowed(request.method, allowed: ["POST"]) }
             try access.require(token, .write, on: .anyEntity)
-            _ = try IdempotentWrite.key(of: request)
-            let transaction = try parser.transaction(request)
-            for entity in transaction.operation.entitiesWritten.sorted() { try access.require(token, .write, on: .entity(entity)) }
-            return try enqueue(transaction, request)
+            return try enqueue(request) {
+                let transaction = try parser.transaction(request)
+                for entity in transaction.operation.entitiesWritten.sorted() { try access.require(token, .write, on: .entity(entity)) }
+                return transaction
+            }
         case (_, 2, "objects"):
             return try collection(request, entityName: rest[2], token: token)
         case (_, 3, "objects") where rest[3] == "aggregate":
@@ -192,12 +193,11 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case "GET", "HEAD":
             return .respond(try reads.fetch(request, entity: entity))
         case "POST":
-            _ = try IdempotentWrite.key(of: request)  // a malformed key is 400 before the body is read
-            return try enqueue(try parser.insert(request, entity: entity), request)
+            return try enqueue(request) { try parser.insert(request, entity: entity) }
         case "PATCH":
-            return try enqueue(try parser.batchUpdate(request, entity: entity), request)
+            return try enqueue(request) { try parser.batchUpdate(request, entity: entity) }
         case "DELETE":
-            return try enqueue(try parser.batchDelete(request, entity: entity), request)
+            return try enqueue(request) { try parser.batchDelete(request, entity: entity) }
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
         }
@@ -213,20 +213,23 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case "GET", "HEAD":
             return .respond(try reads.getOne(request, id: id, entity: entity))
         case "PATCH", "PUT":
-            return try enqueue(try parser.update(request, id: id, entity: entity, replace: request.method == "PUT"), request)
+            return try enqueue(request) { try parser.update(request, id: id, entity: entity, replace: request.method == "PUT") }
         case "DELETE":
-            return try enqueue(try parser.delete(request, id: id), request)
+            return try enqueue(request) { try parser.delete(request, id: id) }
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "PATCH", "PUT", "DELETE"])
         }
     }
 
-    /// Suspends the connection and queues the write; its answer is written as JSON off the
-    /// write thread, then the connection resumes with it. A write with an `Idempotency-Key`
-    /// is carried out once per key, and its answer made on the write thread, to be stored with
-    /// it (`IdempotentWrite`).
-    private func enqueue(_ write: WriteRequest, _ request: HTTPRequest) throws(Problem) -> HTTPHandlerOutcome {
-        guard let keyed = try IdempotentWrite(request) else {
+    /// Parses the write (`parse`), suspends the connection and queues it; its answer is
+    /// written as JSON off the write thread, then the connection resumes with it. A write with
+    /// an `Idempotency-Key` is carried out once per key, and its answer made on the write
+    /// thread, to be stored with it (`IdempotentWrite`). The key is checked first: a malformed
+    /// one is 400 whatever the body holds.
+    private func enqueue(_ request: HTTPRequest, _ parse: () throws -> WriteRequest) throws -> HTTPHandlerOutcome {
+        let key = try IdempotentWrite.key(of: request)
+        let write = try parse()
+        guard let key else {
             return .suspend { [writes, layouts, metrics] deferred in
                 writes.submit({ context in write.perform(in: context) }, completion: { outcome in
                     metrics.recordConflicts(of: outcome, policy: write.mergePolicy.name)
@@ -235,6 +238,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
                 })
             }
         }
+        let keyed = IdempotentWrite(key: key, fingerprint: IdempotentWrite.fingerprint(of: request))
         return .suspend { [writes, layouts, metrics] deferred in
             writes.submit({ context in keyed.perform(in: context, layouts: layouts) { write.perform(in: context) } }, completion: { outcome in
                 switch outcome {

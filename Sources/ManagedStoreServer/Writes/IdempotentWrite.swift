@@ -39,12 +39,11 @@ struct IdempotentWrite: Sendable {
         return hash
     }
 
-    /// The key and fingerprint of a request whose body is whole; nil without the header.
-    init?(_ request: HTTPRequest) throws(Problem) {
-        guard let key = try Self.key(of: request) else { return nil }
-        var hash = Self.fingerprintStart(of: request, tokenName: request.notes.tokenName)
+    /// The fingerprint of a request whose body is whole.
+    static func fingerprint(of request: HTTPRequest) -> [UInt8] {
+        var hash = fingerprintStart(of: request, tokenName: request.notes.tokenName)
         hash.update(request.body)
-        self.init(key: key, fingerprint: Self.fingerprint(hash))
+        return fingerprint(hash)
     }
 
     /// The first 16 bytes of the digest: 128 bits tell requests apart as well as the whole
@@ -89,7 +88,8 @@ struct IdempotentWrite: Sendable {
                 replayed.headers.append(("Idempotent-Replayed", "true"))
                 return .replayed(replayed)
             case .keyReused:
-                return .performed(.problem(.idempotencyKeyReused()), Problem.idempotencyKeyReused().response)
+                let problem = Problem.idempotencyKeyReused()
+                return .performed(.problem(problem), problem.response)
             }
         } catch {
             // The store failed around the write (the lookup, or storing the answer): the write's
