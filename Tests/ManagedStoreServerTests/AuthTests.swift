@@ -133,4 +133,22 @@ struct AuthTests {
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(SHA256.hex([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
+
+    @Test("SHA-256 pads right at the block's edges (lengths around 56 and 64 bytes; digests from Python's hashlib)")
+    func sha256BlockEdges() {
+        let expected = [
+            55: "16fa57a0a3423a715d594516339f36189d6b5f93754a9714fef202616a9fabfe",
+            56: "c37b44e5f1b18554b36966f4f8e08bfbf3164c4b6c10374d12d89850892073c5",
+            57: "12b234922502022f755ab8550a3d4e202ad39c81d961a4f59ec39d5fd83d15a7",
+            63: "bbba992d2c85af960fb2987a1fd05e0aa82a3db3c740dd8982a9e273b75e36a3",
+            64: "66bd4633ed6f71c4ecfa4763bf7ba1c8ec7612de9aa6c0578a7b675207c71e0b",
+            65: "9f7dc47107b750a1f3d35db5d9547f24ef40da5b731b9540d4f43710a154f6c9",
+            119: "a3ed307b730fa77c07531300c6e4a282330011d4d4caf6bb7b63ae05950f4b66",
+            120: "8e3b15d9fea7472655aa069620b7f8c2e55ee1499f763200a7515fe826e99d20",
+        ]
+        for (length, digest) in expected {
+            let message = (0..<length).map { UInt8(($0 * 7 + 1) % 256) }
+            #expect(SHA256.hex(message) == digest, "\(length) bytes")
+        }
+    }
 }

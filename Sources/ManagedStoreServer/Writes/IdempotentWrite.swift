@@ -30,12 +30,18 @@ struct IdempotentWrite: Sendable {
     /// before it, so that no two requests run together into the same bytes; the body is last.
     static func fingerprintStart(of request: HTTPRequest, tokenName: String?) -> SHA256 {
         var hash = SHA256()
-        let query = request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
-        for part in [request.method, request.path, query, request.mediaType, request.header("If-Match") ?? "",
-                     request.header("Merge-Policy") ?? "", tokenName ?? ""] {
-            hash.update(Array("\(part.utf8.count):".utf8))
-            hash.update(Array(part.utf8))
+        func take(_ part: String) {
+            hash.update(String(part.utf8.count))
+            hash.update(":")
+            hash.update(part)
         }
+        take(request.method)
+        take(request.path)
+        take(request.query.isEmpty ? "" : request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&"))
+        take(request.mediaType)
+        take(request.header("If-Match") ?? "")
+        take(request.header("Merge-Policy") ?? "")
+        take(tokenName ?? "")
         return hash
     }
 
@@ -110,11 +116,23 @@ enum StoredAnswer {
     private static let json = (name: "Content-Type", value: "application/json")
 
     static func encode(_ response: HTTPResponse) -> [UInt8] {
-        var head = "\(response.status)\n"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(response.body.count + 16 + response.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 3 })
+        bytes.append(contentsOf: String(response.status).utf8)
+        bytes.append(UInt8(ascii: "\n"))
         for (name, value) in response.headers {
-            head += name == json.name && value == json.value ? "J\n" : "\(name): \(value)\n"
+            if name == json.name && value == json.value {
+                bytes.append(UInt8(ascii: "J"))
+            } else {
+                bytes.append(contentsOf: name.utf8)
+                bytes.append(contentsOf: ": ".utf8)
+                bytes.append(contentsOf: value.utf8)
+            }
+            bytes.append(UInt8(ascii: "\n"))
         }
-        return Array((head + "\n").utf8) + response.body
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.append(contentsOf: response.body)
+        return bytes
     }
 
     static func decode(_ bytes: [UInt8]) -> HTTPResponse? {
