@@ -126,11 +126,11 @@ struct SHA256 {
             withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
                 for i in 0..<16 {
                     let b = i * 4
-                    w[i] = UInt32(block[b]) << 24 | UInt32(block[b + 1]) << 16 | UInt32(block[b + 2]) << 8 | UInt32(block[b + 3])
+                    w[i] = UInt32(block[b]) &<< 24 | UInt32(block[b + 1]) &<< 16 | UInt32(block[b + 2]) &<< 8 | UInt32(block[b + 3])
                 }
                 for i in 16..<64 {
-                    let s0 = rotateRight(w[i - 15], 7) ^ rotateRight(w[i - 15], 18) ^ (w[i - 15] >> 3)
-                    let s1 = rotateRight(w[i - 2], 17) ^ rotateRight(w[i - 2], 19) ^ (w[i - 2] >> 10)
+                    let s0 = rotateRight(w[i - 15], 7) ^ rotateRight(w[i - 15], 18) ^ (w[i - 15] &>> 3)
+                    let s1 = rotateRight(w[i - 2], 17) ^ rotateRight(w[i - 2], 19) ^ (w[i - 2] &>> 10)
                     w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
                 }
                 var (a, b, c, d, e, f, g, h) = (h0, h1, h2, h3, h4, h5, h6, h7)
@@ -149,6 +149,9 @@ struct SHA256 {
             }
         }
 
-        private func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 { (value >> count) | (value << (32 - count)) }
+        /// Masking shifts: the counts are constants below 32, and Swift's checked `<<` and `>>`
+        /// doubled the instructions of a block.
+        @inline(__always)
+        private func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 { (value &>> count) | (value &<< (32 &- count)) }
     }
 }
