@@ -110,6 +110,103 @@ struct IdempotentSaveTests {
         #expect(try container.coordinator.idempotencyRecordCount() == 0)
     }
 
+    @Test("in a group commit, work that throws after saving undoes the group's transaction: isIntact turns false and nothing of it is kept")
+    func throwAfterSavingInGroup() throws {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.sqlite(store.url))
+        let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
+        struct Interrupted: Error {}
+        try context.performAndWait { () throws in
+            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+                group.markUnit()
+                _ = try container.coordinator.performOnce(key: try Self.key("first"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    context.insertNewObject(forEntityName: "Task").setValue("kept until the group fails", forKey: "title")
+                    try context.save()
+                    return (1, [1])
+                }
+                #expect(group.isIntact)
+                group.markUnit()
+                #expect(throws: Interrupted.self) {
+                    _ = try container.coordinator.performOnce(key: try Self.key("second"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                        context.insertNewObject(forEntityName: "Task").setValue("half", forKey: "title")
+                        try context.save()
+                        throw Interrupted()
+                    }
+                }
+                #expect(!group.isIntact, "the second unit's save could not be undone alone")
+                #expect(group.wroteSinceMark)
+            }
+            context.reset()
+        }
+        #expect(try Self.taskCount(container) == 0, "the first unit went with the transaction")
+        #expect(try container.coordinator.idempotencyRecordCount() == 0)
+    }
+
+    @Test("in a group commit, work that throws without writing leaves the group intact: the other units are kept")
+    func throwWithoutWritingInGroup() throws {
+        let container = try Fixtures.container()
+        let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
+        struct Refused: Error {}
+        try context.performAndWait { () throws in
+            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+                group.markUnit()
+                _ = try container.coordinator.performOnce(key: try Self.key("kept"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    context.insertNewObject(forEntityName: "Task").setValue("kept", forKey: "title")
+                    try context.save()
+                    return (1, [1])
+                }
+                group.markUnit()
+                #expect(throws: Refused.self) {
+                    _ = try container.coordinator.performOnce(key: try Self.key("refused"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                        throw Refused()
+                    }
+                }
+                #expect(group.isIntact)
+                #expect(!group.wroteSinceMark)
+            }
+        }
+        #expect(try Self.taskCount(container) == 1)
+        #expect(try container.coordinator.idempotencyRecordCount() == 1)
+    }
+
+    @Test("a record that cannot be stored takes its write with it, alone or in a group (the INSERT made to fail by a trigger)")
+    func recordStoreFails() throws {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.sqlite(store.url))
+        try container.coordinator.write { connection in
+            try connection.execute(#"CREATE TEMP TRIGGER "refuse_record" BEFORE INSERT ON "_idempotency" WHEN NEW."key" = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"#)
+        }
+        let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
+        func keyedInsert(_ key: String, _ title: String) throws {
+            _ = try container.coordinator.performOnce(key: try Self.key(key), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                context.insertNewObject(forEntityName: "Task").setValue(title, forKey: "title")
+                try context.save()
+                return (1, [1])
+            }
+        }
+        try context.performAndWait { () throws in
+            // Alone: its own transaction is rolled back.
+            #expect(throws: (any Error).self) { try keyedInsert("refused", "alone") }
+            context.reset()
+            // In a group after a unit that wrote: the group's transaction goes.
+            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+                group.markUnit()
+                try keyedInsert("fine", "before")
+                group.markUnit()
+                #expect(throws: (any Error).self) { try keyedInsert("refused", "in a group") }
+                #expect(!group.isIntact)
+            }
+            context.reset()
+            try keyedInsert("after", "after")
+        }
+        let reader = container.newBackgroundContext()
+        let titles = try reader.performAndWait { () throws -> [String] in
+            try reader.fetch(FetchRequest(entityName: "Task")).compactMap { $0.value("title", as: String.self) }
+        }
+        #expect(titles == ["after"])
+        #expect(try container.coordinator.idempotencyRecordCount() == 1)
+    }
+
     @Test("two units with one key in one group commit: the first writes, the second replays it")
     func duplicatesInOneGroup() throws {
         let store = TemporaryStore()

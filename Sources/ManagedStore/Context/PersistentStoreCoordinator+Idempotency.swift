@@ -5,30 +5,49 @@ import Foundation
 // writes, so that a crash keeps both or neither.
 
 extension PersistentStoreCoordinator {
-    /// Runs `work` once per `key`: in one write transaction (inside the group commit this
-    /// thread holds, in a savepoint of the group's; otherwise in one of its own), looks the
-    /// key up first. A record younger than `StoreDescription.idempotencyKeyLifetime` with the
-    /// same `fingerprint` is replayed and one with another fingerprint refused, neither
-    /// running `work`. Otherwise `work` runs; the answer it returns is stored under the key
-    /// with its writes, or nothing is stored when it returns no answer (a refusal: the next
-    /// try runs afresh). If anything throws, nothing of it is kept.
+    /// Runs `work` once per `key`: in one write transaction (the group commit this thread
+    /// holds, or one of its own), looks the key up first. A record younger than
+    /// `StoreDescription.idempotencyKeyLifetime` with the same `fingerprint` is replayed and
+    /// one with another fingerprint refused, neither running `work`. Otherwise `work` runs; the
+    /// answer it returns is stored under the key with its writes, or nothing is stored when it
+    /// returns no answer (a refusal: the next try runs afresh). If anything throws, nothing of
+    /// it is kept.
+    ///
+    /// Inside a group commit, a throw after `work` has written (its saves are in the group's
+    /// transaction, and the record can no longer go with them) rolls the whole transaction
+    /// back: `group.isIntact` turns false, as after any save that SQLite undid with its
+    /// transaction, and the group's other units are undone too. A unit of its own would need a
+    /// savepoint around every keyed write, which the server's path (whose work never throws)
+    /// paid for on every request.
     ///
     /// Call it where `work`'s saves may run: inside the saving context's `performAndWait`.
     public func performOnce<T>(key: IdempotencyKey, fingerprint: [UInt8],
                                _ work: () throws -> (result: T, answer: [UInt8]?)) throws -> IdempotentOutcome<T> {
         let oldest = oldestLiveIdempotencyRecord
-        return try inOneWriteTransaction { () throws -> IdempotentOutcome<T> in
-            guard let group = writer.currentGroup else { preconditionFailure("inOneWriteTransaction runs its body in a group commit") }
-            if let found = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
-                if group.storedIdempotencyKeys.contains(key) { group.dependsOnTransaction() }
-                return found.fingerprint == fingerprint ? .replayed(found) : .keyReused(found)
-            }
+        guard let group = writer.currentGroup else {
+            // A transaction of its own: whatever throws rolls all of it back.
+            return try performGroupCommit { group in try performOnce(key: key, fingerprint: fingerprint, oldest: oldest, in: group, work) }
+        }
+        return try performOnce(key: key, fingerprint: fingerprint, oldest: oldest, in: group, work)
+    }
+
+    private func performOnce<T>(key: IdempotencyKey, fingerprint: [UInt8], oldest: Date, in group: GroupCommit,
+                                _ work: () throws -> (result: T, answer: [UInt8]?)) throws -> IdempotentOutcome<T> {
+        if let found = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
+            if group.storedIdempotencyKeys.contains(key) { group.dependsOnTransaction() }
+            return found.fingerprint == fingerprint ? .replayed(found) : .keyReused(found)
+        }
+        let writesBefore = group.writeCount
+        do {
             let (result, answer) = try work()
             if let answer {
                 try IdempotencyTable.store(IdempotencyRecord(key: key, fingerprint: fingerprint, answer: answer, created: Date()), group.connection)
                 group.storedIdempotencyKeys.insert(key)
             }
             return .performed(result)
+        } catch {
+            if group.writeCount > writesBefore { group.abandonTransaction() }
+            throw error
         }
     }
 
