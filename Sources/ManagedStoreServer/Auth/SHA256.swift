@@ -5,7 +5,8 @@
 ///
 /// Every keyed write hashes its request on an HTTP thread, so the hash allocates nothing
 /// per block: the state is eight words, the partial block a fixed 64 bytes, and the message
-/// schedule lives on the stack (an array-based version spent 3 µs per keyed POST).
+/// schedule lives on the stack. (Side by side, a POST's fingerprint took half the time of the
+/// version with arrays; a block itself is about 4,400 instructions either way.)
 struct SHA256 {
     private static let roundConstants: [UInt32] = [
         0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -149,8 +150,7 @@ struct SHA256 {
             }
         }
 
-        /// Masking shifts: the counts are constants below 32, and Swift's checked `<<` and `>>`
-        /// doubled the instructions of a block.
+        /// Masking shifts: the counts are constants below 32, so no overshift check is needed.
         @inline(__always)
         private func rotateRight(_ value: UInt32, _ count: UInt32) -> UInt32 { (value &>> count) | (value &<< (32 &- count)) }
     }
