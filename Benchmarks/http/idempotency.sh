@@ -4,6 +4,9 @@
 # $TASKS tasks), in alternating wrk runs of $DURATION ($ROUNDS of each, keyed first in odd
 # rounds, plain first in even ones) so that both sides see the same store sizes and the same
 # noise; prints each run and the ratio of the medians. Every run is bounded in time.
+#
+# KEYS=ordered (the default) sends keys that grow with each request, as UUIDv7s or ULIDs do;
+# KEYS=uuid4 sends random UUIDv4s, whose index entries land on a random page each.
 set -euo pipefail
 trap 'echo "bench-idempotency: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/../.."
@@ -12,6 +15,11 @@ DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-64}
 TASKS=${TASKS:-100000}
+case "${KEYS:-ordered}" in
+  ordered) KEYED=post_insert_keyed.lua ;;
+  uuid4) KEYED=post_insert_uuid.lua ;;
+  *) echo "bench-idempotency: KEYS is ordered or uuid4" >&2; exit 2 ;;
+esac
 
 ./scripts/install-deps.sh wrk
 swift build -c release --product managedstore >/dev/null
@@ -32,8 +40,8 @@ run() {  # run NAME SCRIPT
   wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$S/$2" http://127.0.0.1:18111 > "$WORK/$1.txt"
 }
 for round in $(seq 1 "$ROUNDS"); do
-  if [ $((round % 2)) -eq 1 ]; then run "keyed-$round" post_insert_keyed.lua; run "plain-$round" post_insert.lua
-  else run "plain-$round" post_insert.lua; run "keyed-$round" post_insert_keyed.lua; fi
+  if [ $((round % 2)) -eq 1 ]; then run "keyed-$round" "$KEYED"; run "plain-$round" post_insert.lua
+  else run "plain-$round" post_insert.lua; run "keyed-$round" "$KEYED"; fi
 done
 KEYS=$(curl -s http://127.0.0.1:18111/v1/metrics | awk '/^managedstore_idempotency_keys /{print $2}')
 
