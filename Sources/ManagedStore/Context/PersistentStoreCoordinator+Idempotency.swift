@@ -37,7 +37,7 @@ extension PersistentStoreCoordinator {
             if group.storedIdempotencyKeys.contains(key) { group.dependsOnTransaction() }
             return found.fingerprint == fingerprint ? .replayed(found) : .keyReused(found)
         }
-        let writesBefore = group.writeCount
+        let releasedBefore = group.released
         do {
             let (result, answer) = try work()
             if let answer {
@@ -46,7 +46,7 @@ extension PersistentStoreCoordinator {
             }
             return .performed(result)
         } catch {
-            if group.writeCount > writesBefore { group.abandonTransaction() }
+            if group.released > releasedBefore { group.abandonTransaction() }
             throw error
         }
     }

@@ -245,7 +245,7 @@ private final class ResultBox<T>: @unchecked Sendable {
 public final class GroupCommit {
     let connection: SQLiteConnection
     /// Savepoints released (writes kept) since `markUnit`.
-    private var released = 0
+    private(set) var released = 0
     /// Saves written into the transaction, for the contexts that merge automatically: told
     /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
     var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
@@ -270,10 +270,6 @@ public final class GroupCommit {
     /// Starts counting the writes of a new unit of work.
     public func markUnit() { released = 0 }
 
-    /// Savepoints released since the transaction began, for a caller that must know whether
-    /// something it ran wrote.
-    private(set) var writeCount = 0
-
     /// Rolls the transaction back, for a unit whose writes are in it but cannot stand (an
     /// idempotent write whose record could not be stored with them): `isIntact` turns false,
     /// and the caller undoes the group's units as when SQLite rolls back on its own.
@@ -296,7 +292,6 @@ public final class GroupCommit {
     func inSavepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
         let result = try connection.inSavepoint(name, body)
         released += 1
-        writeCount += 1
         return result
     }
 
@@ -304,13 +299,11 @@ public final class GroupCommit {
     /// none of its saves is kept, counted as written, or told to merging contexts.
     func inAtomicSection<T>(_ body: () throws -> T) throws -> T {
         let releasedBefore = released
-        let writesBefore = writeCount
         let savesBefore = committedSaves.count
         do {
             return try connection.inSavepoint("section", body)
         } catch {
             released = releasedBefore
-            writeCount = writesBefore
             if committedSaves.count > savesBefore { committedSaves.removeSubrange(savesBefore...) }
             throw error
         }
