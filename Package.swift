@@ -26,6 +26,9 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // SHA-256 blocks with the x86 SHA extensions, for idempotency fingerprints and token
+        // digests; the server falls back to its own Swift loop on other CPUs.
+        .target(name: "CSHA256"),
         .target(
             name: "ManagedStore",
             dependencies: ["CSQLite"],
@@ -33,7 +36,7 @@ let package = Package(
         ),
         .target(
             name: "ManagedStoreServer",
-            dependencies: ["ManagedStore", "CMicroHTTPD", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ManagedStore", "CMicroHTTPD", "CSHA256", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -151,4 +151,27 @@ struct AuthTests {
             #expect(SHA256.hex(message) == digest, "\(length) bytes")
         }
     }
+
+    @Test("SHA-256 with the CPU's SHA extensions gives the Swift loop's digests, whatever the lengths and pieces",
+          .enabled(if: SHA256.fastest == .hardware, "this CPU has no SHA extensions: only the Swift loop runs"))
+    func sha256HardwareTwin() {
+        var generator = SystemRandomNumberGenerator()
+        let lengths = Array(0...200) + [255, 256, 257, 1_000, 4_096, 65_537]
+        for length in lengths {
+            let message = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var hardware = SHA256(compression: .hardware), portable = SHA256(compression: .portable)
+            // The same bytes in the same random pieces: whole blocks straight from the input
+            // and blocks assembled from pieces both go through each path.
+            var offset = 0
+            while offset < length {
+                let end = min(length, offset + Int.random(in: 1...150, using: &generator))
+                hardware.update(message[offset..<end])
+                portable.update(message[offset..<end])
+                offset = end
+            }
+            let fast = hardware.finish(), plain = portable.finish()
+            #expect(fast == plain, "\(length) bytes")
+            #expect(fast == SHA256.digest(message), "\(length) bytes at once")
+        }
+    }
 }
