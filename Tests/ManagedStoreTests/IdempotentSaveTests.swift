@@ -264,8 +264,16 @@ struct IdempotentSaveTests {
                 #expect(try unit(), "the second unit replays")
                 #expect(group.wroteSinceMark, "and stands or falls with the transaction")
             }
-            // Committed now: a replay in a later transaction depends on nothing uncommitted.
+            // Committed now: a replay in a later transaction depends on nothing uncommitted,
+            // even after that transaction stored a record of its own (a newer row).
             try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+                group.markUnit()
+                _ = try container.coordinator.performOnce(key: try Self.key("later"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    context.insertNewObject(forEntityName: "Tag").setValue("u", forKey: "label")
+                    try context.save()
+                    return (2, [2])
+                }
+                #expect(group.wroteSinceMark)
                 group.markUnit()
                 _ = try container.coordinator.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in (0, nil) }
                 #expect(!group.wroteSinceMark)

@@ -33,16 +33,16 @@ extension PersistentStoreCoordinator {
 
     private func performOnce<T>(key: IdempotencyKey, fingerprint: [UInt8], oldest: Date, in group: GroupCommit,
                                 _ work: () throws -> (result: T, answer: [UInt8]?)) throws -> IdempotentOutcome<T> {
-        if let found = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
-            if group.storedIdempotencyKeys.contains(key) { group.dependsOnTransaction() }
+        if let (found, rowid) = try IdempotencyTable.find(key, group.connection), found.created >= oldest {
+            if let first = group.firstStoredIdempotencyRowid, rowid >= first { group.dependsOnTransaction() }
             return found.fingerprint == fingerprint ? .replayed(found) : .keyReused(found)
         }
         let releasedBefore = group.released
         do {
             let (result, answer) = try work()
             if let answer {
-                try IdempotencyTable.store(IdempotencyRecord(key: key, fingerprint: fingerprint, answer: answer, created: Date()), group.connection)
-                group.storedIdempotencyKeys.insert(key)
+                let rowid = try IdempotencyTable.store(IdempotencyRecord(key: key, fingerprint: fingerprint, answer: answer, created: Date()), group.connection)
+                if group.firstStoredIdempotencyRowid == nil { group.firstStoredIdempotencyRowid = rowid }
             }
             return .performed(result)
         } catch {
@@ -77,7 +77,7 @@ extension PersistentStoreCoordinator {
     public func idempotencyRecord(for key: IdempotencyKey) throws(StoreError) -> IdempotencyRecord? {
         let oldest = oldestLiveIdempotencyRecord
         do {
-            return try read { connection in try IdempotencyTable.find(key, connection) }.flatMap { $0.created >= oldest ? $0 : nil }
+            return try read { connection in try IdempotencyTable.find(key, connection) }.flatMap { $0.record.created >= oldest ? $0.record : nil }
         } catch {
             throw StoreError(wrapping: error)
         }

@@ -249,9 +249,11 @@ public final class GroupCommit {
     /// Saves written into the transaction, for the contexts that merge automatically: told
     /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
     var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
-    /// Idempotency keys whose records the transaction stored so far: a unit that replays one
-    /// of them stands or falls with this transaction's COMMIT, as the unit that stored it does.
-    var storedIdempotencyKeys: Set<IdempotencyKey> = []
+    /// The rowid of the first idempotency record the transaction stored, if it stored one:
+    /// the records it stored are those from there up (`IdempotencyTable.store`), and a unit
+    /// that replays one of them stands or falls with this transaction's COMMIT, as the unit
+    /// that stored it does.
+    var firstStoredIdempotencyRowid: Int64?
 
     init(connection: SQLiteConnection) { self.connection = connection }
 
@@ -263,7 +265,7 @@ public final class GroupCommit {
     public func restart() throws(StoreError) {
         guard !connection.isInTransaction else { return }
         committedSaves = []  // undone with the transaction SQLite rolled back
-        storedIdempotencyKeys = []
+        firstStoredIdempotencyRowid = nil
         try connection.cachedStatement("BEGIN IMMEDIATE").execute()
     }
 
@@ -276,7 +278,7 @@ public final class GroupCommit {
     func abandonTransaction() {
         if connection.isInTransaction { try? connection.cachedStatement("ROLLBACK").execute() }
         committedSaves = []
-        storedIdempotencyKeys = []
+        firstStoredIdempotencyRowid = nil
     }
 
     /// Whether a save wrote something (released its savepoint) since `markUnit`.
