@@ -23,6 +23,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .HEADER_KIND, mhdCollectHeader, statePointer)
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         state.id = RequestID.pick(from: state.headers)
+        state.mediaType = HTTPRequest.mediaType(in: state.headers)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
         if let stream = server.handler.bodyStream(for: state.request) {

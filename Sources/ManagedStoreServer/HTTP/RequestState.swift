@@ -34,6 +34,8 @@ final class RequestState: @unchecked Sendable {
     var uploadPaused = false
     /// Set once the headers are in (`RequestID.pick`), then sent back on every answer.
     var id = ""
+    /// Set once the headers are in (`HTTPRequest.mediaType(in:)`).
+    var mediaType = ""
     let notes = RequestNotes()
     /// What was queued as the answer: its status and body size (a stream counts as it sends).
     var sentStatus: Int?
@@ -47,7 +49,7 @@ final class RequestState: @unchecked Sendable {
 
     func header(_ name: String) -> String? { HTTPRequest.header(name, in: headers) }
 
-    var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body, id: id, notes: notes) }
+    var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body, id: id, notes: notes, mediaType: mediaType) }
 
     /// The request as it ended, for logs and metrics.
     var completed: CompletedRequest {
