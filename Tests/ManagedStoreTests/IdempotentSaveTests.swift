@@ -71,6 +71,27 @@ struct IdempotentSaveTests {
         #expect(try Self.taskCount(container) == 1)
     }
 
+    @Test("a child context cannot save under a key: a typed error, its changes kept, nothing recorded or written")
+    func childContextRefused() throws {
+        let container = try Fixtures.container()
+        let parent = container.newBackgroundContext()
+        let child = ManagedObjectContext(parent: parent, name: "child")
+        let key = try Self.key("child")
+        try child.performAndWait { () throws in
+            child.insertNewObject(forEntityName: "Task").setValue("a", forKey: "title")
+            do throws(SaveError) {
+                _ = try child.save(idempotencyKey: key)
+                Issue.record("the child's keyed save went through")
+            } catch {
+                guard case .idempotencyKeyInChildContext = error else { Issue.record("\(error)"); return }
+            }
+            #expect(child.hasChanges, "the refused save's changes are kept")
+        }
+        #expect(!parent.performAndWait { parent.hasChanges }, "nothing reached the parent")
+        #expect(try Self.taskCount(container) == 0)
+        #expect(try container.coordinator.idempotencyRecordCount() == 0)
+    }
+
     @Test("a save that fails records nothing: the next save under the key is carried out")
     func failureNotRecorded() throws {
         let container = try Fixtures.container()

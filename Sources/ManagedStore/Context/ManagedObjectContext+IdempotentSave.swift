@@ -39,10 +39,11 @@ extension ManagedObjectContext {
     /// `save(mergePolicy:)` does; if the store fails after the changes were written into the
     /// transaction (so they are rolled back, but the objects already took their saved state),
     /// the context is reset and `SaveError.store` thrown. Only a context that saves to the
-    /// store (not a child context) saves under a key.
+    /// store saves under a key: a child context throws `SaveError.idempotencyKeyInChildContext`
+    /// and keeps its changes.
     public func save(idempotencyKey key: IdempotencyKey, fingerprint: [UInt8] = [], mergePolicy: MergePolicy? = nil) throws(SaveError) -> IdempotentSave {
         assertOnQueue()
-        precondition(parent == nil, "save(idempotencyKey:) on a child context: its save reaches only its parent; save the parent under the key")
+        guard parent == nil else { throw .idempotencyKeyInChildContext }
         var wrote = false
         let outcome: IdempotentOutcome<SavedChanges>
         do {

@@ -103,6 +103,10 @@ public enum SaveError: Error, Sendable, CustomStringConvertible {
     /// A save under an idempotency key that an earlier save used with another fingerprint
     /// (`save(idempotencyKey:fingerprint:mergePolicy:)`).
     case idempotencyKeyReused(IdempotencyKey)
+    /// `save(idempotencyKey:fingerprint:mergePolicy:)` on a child context, whose save reaches
+    /// only its parent: the key would be recorded before anything reached the store. Nothing
+    /// was saved; save the parent under the key.
+    case idempotencyKeyInChildContext
 
     public var description: String {
         switch self {
@@ -116,6 +120,8 @@ public enum SaveError: Error, Sendable, CustomStringConvertible {
             return error.description
         case .idempotencyKeyReused(let key):
             return "the idempotency key \(key) was used before for another save"
+        case .idempotencyKeyInChildContext:
+            return "a child context cannot save under an idempotency key: its save reaches only its parent; save the parent under the key"
         }
     }
 }

@@ -227,6 +227,10 @@ final class ObjectWriter {
             return .unavailable("the store could not save the change; nothing was written")
         case .idempotencyKeyReused:
             return .idempotencyKeyReused()
+        case .idempotencyKeyInChildContext:
+            // The server saves keyed writes on its write context, never a child: a bug here.
+            ServerLog.error("a keyed save reached a child context")
+            return .internalError("the write could not be recorded under its Idempotency-Key; nothing was written")
         }
     }
 
