@@ -91,6 +91,19 @@ struct AggregateHTTPTests {
         #expect(try Self.aggregate(harness, [("select", "author,count()")]).text == #"{"groups":[]}"#)
     }
 
+    @Test("a where's @sum of integers past Int64 compares the true total: never a 500, in fetches and aggregates")
+    func predicateSumPastInt64() throws {
+        let harness = try Self.library(authors: ["Ann", "Bob"], books: [
+            #"{"title": "big", "pages": 9223372036854775807, "author": "a0"}"#, #"{"title": "one", "pages": 1, "author": "a0"}"#,
+            #"{"title": "small", "pages": 3, "author": "a1"}"#,
+        ])
+        let fetched = try harness.request("GET", "/v1/objects/Author?where=\("books.@sum.pages > 1000".queryEncoded)")
+        #expect(fetched.status == 200, "\(fetched.text)")
+        #expect((fetched.json?["objects"] as? [[String: Any]])?.compactMap { $0["_id"] as? String } == ["Author/1"], "\(fetched.text)")
+        let counted = try Self.aggregate(harness, [("select", "n:count()"), ("where", "books.@sum.pages > 9223372036854775807")], entity: "Author")
+        #expect(counted.text == #"{"groups":[{"n":1}]}"#, "\(counted.text)")
+    }
+
     @Test("errors: bad-request, unknown-property, invalid-predicate and 422 validation, as problem+json")
     func errorCodes() throws {
         let harness = try Self.library(authors: ["Ann"], books: [

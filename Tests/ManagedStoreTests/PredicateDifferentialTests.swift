@@ -248,6 +248,51 @@ struct PredicateDifferentialTests {
         #expect(sql == c.expected)
     }
 
+    /// Sums of Int64s past its range, the same in SQL and in memory: the true total compared
+    /// (SQLite's own sum() would fail the fetch, and a wrapping sum answer the opposite sign).
+    @Test("a predicate's @sum of integers past Int64 compares the true total, in SQL and in memory alike")
+    func sumPastInt64() throws {
+        let model = try ManagedObjectModel(name: "Sums", entities: [
+            EntityDescription(name: "Owner", attributes: [AttributeDescription(name: "name", type: .string)],
+                              relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "owner", isToMany: true)]),
+            EntityDescription(name: "Item", attributes: [AttributeDescription(name: "size", type: .integer64)],
+                              relationships: [RelationshipDescription(name: "owner", destination: "Owner", inverse: "items")]),
+        ])
+        let container = try PersistentContainer(model: model, store: .inMemory)
+        let context = container.newBackgroundContext()
+        // Owner 1: Int64.max + 1 (2^63); 2: Int64.min - 1; 3: 11; 4: Int64.max + Int64.max - Int64.max.
+        let sizes: [[Int64]] = [[.max, 1], [.min, -1], [5, 6], [.max, .max, -.max]]
+        try context.performAndWait {
+            for (i, owned) in sizes.enumerated() {
+                let owner = context.insertNewObject(forEntityName: "Owner")
+                owner.setValue("o\(i + 1)", forKey: "name")
+                for size in owned {
+                    let item = context.insertNewObject(forEntityName: "Item")
+                    item.setValue(size, forKey: "size")
+                    item.setObject(owner, forKey: "owner")
+                }
+            }
+            _ = try context.save()
+        }
+        let cases: [(String, [Int64])] = [
+            ("items.@sum.size > 0", [1, 3, 4]),
+            ("items.@sum.size < 0", [2]),
+            ("items.@sum.size == 11", [3]),
+            ("items.@sum.size == 9223372036854775807", [4]),  // exact: the partial sum passing 2^63 does not matter
+            ("items.@sum.size > 9223372036854775807", [1]),
+            // -2^63 - 1 is nearest to the double -2^63, which compares exactly (not as a double).
+            ("items.@sum.size < -9223372036854775807", [2]),
+            ("items.@sum.size < -9223372036854775808", []),
+        ]
+        try context.performAndWait {
+            for (format, expected) in cases {
+                let (sql, memory) = try Self.bothWays(format, entity: "Owner", in: context)
+                #expect(sql == memory, "\(format): SQL and memory disagree")
+                #expect(sql == expected, "\(format)")
+            }
+        }
+    }
+
     // MARK: Agreement over many more predicates
 
     /// Atoms covering every construct; combined below into well over 150 predicates.

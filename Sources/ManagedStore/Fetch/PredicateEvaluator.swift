@@ -72,13 +72,17 @@ struct PredicateEvaluator {
         }
     }
 
-    /// SQL's aggregates: sum of integers stays an integer; empty sum and avg are 0, empty min and max null.
+    /// SQL's aggregates as a predicate runs them: a sum of integers stays an integer while it
+    /// fits Int64, and is the nearest double beyond (`ms_sum_in_predicate`); empty sum and avg
+    /// are 0, empty min and max null.
     static func aggregate(_ function: AggregateFunction, _ values: [AttributeValue]) -> AttributeValue {
         switch function {
         case .count: return .integer(Int64(values.count))
         case .sum:
             if values.allSatisfy({ if case .integer = $0 { return true } else { return false } }) {
-                return .integer(values.reduce(Int64(0)) { sum, v in if case .integer(let i) = v { return sum &+ i } else { return sum } })
+                // 128 bits hold the sum of any 2^64 Int64s.
+                let total = values.reduce(Int128(0)) { sum, v in if case .integer(let i) = v { return sum + Int128(i) } else { return sum } }
+                return Int64(exactly: total).map { .integer($0) } ?? .double(Double(total))
             }
             return .double(values.reduce(0.0) { $0 + (Double(attributeValue: $1) ?? Double(Int64(attributeValue: $1) ?? 0)) })
         case .avg:

@@ -178,7 +178,13 @@ struct SQLQueryBuilder {
                 let value = builder.terminalExpression(attribute.terminal, at: base)
                 switch function {
                 case .count: return ("count(*)", nil)
-                case .sum: return ("coalesce(sum(\(value)), 0)", nil)
+                case .sum:
+                    // SQLite's sum() fails the statement when integers overflow (and when depends
+                    // on the order of the rows); a predicate compares the true total instead.
+                    guard case .attribute(let type) = attribute.valueType(builder.model), type.isInteger else {
+                        return ("coalesce(sum(\(value)), 0)", nil)
+                    }
+                    return ("ms_sum_in_predicate(\(value))", nil)
                 case .avg: return ("coalesce(avg(\(value)), 0.0)", nil)
                 case .min: return ("min(\(value))", nil)
                 case .max: return ("max(\(value))", nil)

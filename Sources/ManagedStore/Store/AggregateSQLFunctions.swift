@@ -12,6 +12,11 @@ import Foundation
 ///   stored decimals (`DecimalStorage` text, which SQL cannot add), exact (`ExactDecimalSum`),
 ///   as stored text again, so that comparing and ordering the results stays bytewise.
 ///
+/// - `ms_sum_in_predicate(x)`: a predicate's `@sum` of integers [NSExpression's @sum, which
+///   never overflows in Foundation]: the exact sum when it fits Int64, else the nearest double,
+///   so that `items.@sum.size > 0` compares the true total instead of failing the fetch.
+///   `PredicateEvaluator` sums the same way in memory.
+///
 /// `result` is the position of the result in its request: an overflow names it in its error
 /// message (`overflowMessage`), so that the caller can say which result overflowed. Nulls, and
 /// decimal text that is not what `DecimalStorage` writes (which reads as null), are skipped.
@@ -21,6 +26,7 @@ enum AggregateSQLFunctions {
         sqlite3_create_function_v2(db, "ms_avg_integer", 2, flags, nil, nil, integerSumStep, integerAverageFinal, nil)
         sqlite3_create_function_v2(db, "ms_sum_decimal", 2, flags, nil, nil, decimalStep, decimalSumFinal, nil)
         sqlite3_create_function_v2(db, "ms_avg_decimal", 2, flags, nil, nil, decimalStep, decimalAverageFinal, nil)
+        sqlite3_create_function_v2(db, "ms_sum_in_predicate", 1, flags, nil, nil, integerSumStep, integerSumOrDoubleFinal, nil)
     }
 
     private static let overflowPrefix = "ManagedStore: aggregate result "
@@ -86,7 +92,8 @@ private func integerSumStep(_ context: OpaquePointer?, _ argc: Int32, _ argv: Un
     // Sign extension of v, plus the carry: at most 2^64 rows of |v| ≤ 2^63 stay within 128 bits.
     state.pointee.high = state.pointee.high &+ (v < 0 ? -1 : 0) &+ (carry ? 1 : 0)
     state.pointee.count &+= 1
-    state.pointee.position = sqlite3_value_int64(argv?[1])
+    // The predicate's sum has no result position (and no second argument).
+    if argc > 1 { state.pointee.position = sqlite3_value_int64(argv?[1]) }
 }
 
 /// The group's sum; nil when no value came.
@@ -101,6 +108,14 @@ private func integerSumFinal(_ context: OpaquePointer?) {
     }
     guard let total = state.exact else { return resultOverflow(context, position: state.position) }
     sqlite3_result_int64(context, total)
+}
+
+private func integerSumOrDoubleFinal(_ context: OpaquePointer?) {
+    guard let state = integerSum(context) else {
+        sqlite3_result_int64(context, 0)  // no values: the sum is 0
+        return
+    }
+    if let total = state.exact { sqlite3_result_int64(context, total) } else { sqlite3_result_double(context, state.double) }
 }
 
 private func integerAverageFinal(_ context: OpaquePointer?) {
