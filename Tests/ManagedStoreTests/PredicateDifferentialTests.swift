@@ -252,6 +252,31 @@ struct PredicateDifferentialTests {
     /// (SQLite's own sum() would fail the fetch, and a wrapping sum answer the opposite sign).
     @Test("a predicate's @sum of integers past Int64 compares the true total, in SQL and in memory alike")
     func sumPastInt64() throws {
+        // Owner 1: Int64.max + 1 (2^63); 2: Int64.min - 1; 3: 11; 4: Int64.max + Int64.max - Int64.max.
+        try Self.checkSums([[.max, 1], [.min, -1], [5, 6], [.max, .max, -.max]], [
+            ("items.@sum.size > 0", [1, 3, 4]),
+            ("items.@sum.size < 0", [2]),
+            ("items.@sum.size == 11", [3]),
+            ("items.@sum.size == 9223372036854775807", [4]),  // exact: the partial sum passing 2^63 does not matter
+            ("items.@sum.size > 9223372036854775807", [1]),
+            // -2^63 - 1 is nearest to the double -2^63, which compares exactly (not as a double).
+            ("items.@sum.size < -9223372036854775807", [2]),
+            ("items.@sum.size < -9223372036854775808", []),
+        ])
+    }
+
+    @Test("a predicate's @sum past Int64 is rounded to a double once, alike in SQL and in memory")
+    func sumRoundedOnce() throws {
+        // 2^64 + 2^63 + 2^11 + 1: just above halfway between two doubles, where rounding its
+        // two 64-bit halves one after the other lands on the lower one.
+        try Self.checkSums([[.max, .max, .max, 2_052]], [
+            ("items.@sum.size > 27670116110564327424", [1]),  // 2^64 + 2^63: the sum's double is the next one up
+        ])
+    }
+
+    /// Owners with items of these sizes (owner i + 1 holds `sizes[i]`), in a store of their own;
+    /// each predicate over Owner answers the same in SQL and in memory, and as expected.
+    static func checkSums(_ sizes: [[Int64]], _ cases: [(String, [Int64])]) throws {
         let model = try ManagedObjectModel(name: "Sums", entities: [
             EntityDescription(name: "Owner", attributes: [AttributeDescription(name: "name", type: .string)],
                               relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "owner", isToMany: true)]),
@@ -260,8 +285,6 @@ struct PredicateDifferentialTests {
         ])
         let container = try PersistentContainer(model: model, store: .inMemory)
         let context = container.newBackgroundContext()
-        // Owner 1: Int64.max + 1 (2^63); 2: Int64.min - 1; 3: 11; 4: Int64.max + Int64.max - Int64.max.
-        let sizes: [[Int64]] = [[.max, 1], [.min, -1], [5, 6], [.max, .max, -.max]]
         try context.performAndWait {
             for (i, owned) in sizes.enumerated() {
                 let owner = context.insertNewObject(forEntityName: "Owner")
@@ -273,18 +296,6 @@ struct PredicateDifferentialTests {
                 }
             }
             _ = try context.save()
-        }
-        let cases: [(String, [Int64])] = [
-            ("items.@sum.size > 0", [1, 3, 4]),
-            ("items.@sum.size < 0", [2]),
-            ("items.@sum.size == 11", [3]),
-            ("items.@sum.size == 9223372036854775807", [4]),  // exact: the partial sum passing 2^63 does not matter
-            ("items.@sum.size > 9223372036854775807", [1]),
-            // -2^63 - 1 is nearest to the double -2^63, which compares exactly (not as a double).
-            ("items.@sum.size < -9223372036854775807", [2]),
-            ("items.@sum.size < -9223372036854775808", []),
-        ]
-        try context.performAndWait {
             for (format, expected) in cases {
                 let (sql, memory) = try Self.bothWays(format, entity: "Owner", in: context)
                 #expect(sql == memory, "\(format): SQL and memory disagree")

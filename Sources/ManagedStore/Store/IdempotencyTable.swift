@@ -32,7 +32,6 @@ enum IdempotencyTable {
     /// Stores `record`, replacing an expired row of the same key; returns its rowid. A new row
     /// takes a rowid above every row there was (SQLite's largest plus one, while that is below
     /// 2^63 - 1), so the rows one transaction stored are those from its first one's rowid up.
-    @discardableResult
     static func store(_ record: IdempotencyRecord, _ connection: SQLiteConnection) throws(StoreError) -> Int64 {
         try connection.withStatement(storeSQL) { s throws(StoreError) in
             s.bindText(record.key.value, at: 1)
