@@ -7,9 +7,10 @@
 # in time.
 #
 # KEYS=ordered (the default) sends UUIDv7s, which grow with time, as the README advises;
-# KEYS=uuid4 sends random UUIDv4s, whose index entries land on a random page each. The plain
-# side sends the same UUIDv7s under a header the server ignores (post_insert_unkeyed.lua), so
-# that wrk, which shares the two cores with the server, does the same work on both sides.
+# KEYS=uuid4 sends random UUIDv4s, whose index entries land on a random page each. Both sides
+# run post_insert_keyed.lua: the plain side sends the same kind of keys under a header the
+# server ignores, so that wrk, which shares the two cores with the server, does the same work
+# on both sides.
 set -euo pipefail
 trap 'echo "bench-idempotency: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/../.."
@@ -19,8 +20,8 @@ ROUNDS=${ROUNDS:-7}
 CONNECTIONS=${CONNECTIONS:-64}
 TASKS=${TASKS:-100000}
 case "${KEYS:-ordered}" in
-  ordered) KEYED=post_insert_keyed.lua ;;
-  uuid4) KEYED=post_insert_uuid.lua ;;
+  ordered) KIND=uuid7 ;;
+  uuid4) KIND=uuid4 ;;
   *) echo "bench-idempotency: KEYS is ordered or uuid4" >&2; exit 2 ;;
 esac
 
@@ -38,13 +39,14 @@ echo "seeding $TASKS tasks..." >&2
 for _ in $(seq 1 100); do curl -sf -o /dev/null http://127.0.0.1:18111/v1/readyz && break; sleep 0.1; done
 
 S=Benchmarks/http
-run() {  # run NAME SCRIPT
+run() {  # run NAME HEADER: the keys sent under HEADER
   echo "running $1..." >&2
-  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$S/$2" http://127.0.0.1:18111 > "$WORK/$1.txt"
+  wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency -s "$S/post_insert_keyed.lua" http://127.0.0.1:18111 -- "$KIND" "$2" > "$WORK/$1.txt"
 }
+keyed() { run "keyed-$1" Idempotency-Key; }
+plain() { run "plain-$1" X-Bench-Key; }
 for round in $(seq 1 "$ROUNDS"); do
-  if [ $((round % 2)) -eq 1 ]; then run "keyed-$round" "$KEYED"; run "plain-$round" post_insert_unkeyed.lua
-  else run "plain-$round" post_insert_unkeyed.lua; run "keyed-$round" "$KEYED"; fi
+  if [ $((round % 2)) -eq 1 ]; then keyed "$round"; plain "$round"; else plain "$round"; keyed "$round"; fi
 done
 KEYS=$(curl -s http://127.0.0.1:18111/v1/metrics | awk '/^managedstore_idempotency_keys /{print $2}')
 
