@@ -119,6 +119,50 @@ struct EndpointTests {
         #expect(try harness.request("GET", "/v1/objects/Task/1").json?["done"] as? Bool == true)
     }
 
+    @Test("a transaction answers every object an operation names, even when its values end as they were")
+    func transactionAnswersNamedObjects() throws {
+        let harness = try ServerHarness()
+        #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "a"}"#).status == 201)
+        #expect(try harness.request("POST", "/v1/objects/Tag", json: #"{"label": "b"}"#).status == 201)
+        #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "kept"}"#).status == 201)
+        // The walk's shape: an insert links Tag/2, then an update of Tag/2 removes the link, so
+        // Tag/2's stored state ends as it was; the update of Task/1 sets the value it has.
+        let body = #"""
+        {"operations": [
+          {"op": "insert", "entity": "Task", "ref": "t", "values": {"title": "New", "tags": ["Tag/1", "Tag/2"]}},
+          {"op": "update", "object": "Tag/2", "values": {"tasks": []}},
+          {"op": "update", "object": "Task/1", "values": {"title": "kept"}}
+        ]}
+        """#
+        let saved = try harness.request("POST", "/v1/transactions", json: body)
+        #expect(saved.status == 200)
+        let objects = saved.json?["objects"] as? [[String: Any]] ?? []
+        let ids = objects.compactMap { $0["_id"] as? String }
+        #expect(Set(ids) == ["Task/2", "Tag/1", "Tag/2", "Task/1"], "inserted, changed through the inverse, and named: \(ids)")
+        #expect(ids.count == Set(ids).count, "each object once")
+        let tag2 = objects.first { $0["_id"] as? String == "Tag/2" }
+        #expect(tag2?["tasks"] as? [String] == [] && tag2?["_version"] as? Int == 1, "Tag/2's final state, as stored")
+        #expect(objects.first { $0["_id"] as? String == "Task/2" }?["tags"] as? [String] == ["Tag/1"])
+        let kept = objects.first { $0["_id"] as? String == "Task/1" }
+        #expect(kept?["title"] as? String == "kept", "an update to the value it had is answered too")
+        for id in ids {
+            let read = try harness.request("GET", "/v1/objects/\(id)")
+            let listed = objects.first { $0["_id"] as? String == id }
+            #expect(read.json?["_version"] as? Int == listed?["_version"] as? Int, "\(id) is answered as a GET now answers it")
+        }
+
+        // A delete the merge policy keeps (based on a stale version, store-trump) is named, so
+        // the object comes back alive with its stored state, not as deleted.
+        #expect(try harness.request("POST", "/v1/objects/Project", json: #"{"name": "a"}"#).status == 201)
+        #expect(try harness.request("PATCH", "/v1/objects/Project/1", json: #"{"name": "a2"}"#).status == 200)
+        let kept2 = try harness.request("POST", "/v1/transactions?merge=store-trump",
+                                        json: #"{"operations": [{"op": "delete", "object": "Project/1", "version": 1}]}"#)
+        #expect(kept2.status == 200)
+        let keptObjects = kept2.json?["objects"] as? [[String: Any]] ?? []
+        #expect(keptObjects.count == 1 && keptObjects.first?["_id"] as? String == "Project/1" && keptObjects.first?["name"] as? String == "a2"
+                && keptObjects.first?["_deleted"] == nil, "\(kept2.text)")
+    }
+
     @Test("batch writes without where are 400, merge policies by name")
     func batchWithoutWhere() throws {
         let harness = try ServerHarness()

@@ -519,8 +519,10 @@ final class ModelWalk {
                     throw fail("\"objects\" holds a wrong final state of \(id): \(problem)", actual: object.serialized())
                 }
             }
-            let mustList = Set(changed.map(map))
-            let mayList = mustList.union(w.addressed.filter { w.live[$0] != nil })
+            // "Touched" (the contract): every object whose stored state changed, and every
+            // object an operation names, even when its values end as they were.
+            let mustList = Set(changed.map(map)).union(w.addressed.filter { w.live[$0] != nil })
+            let mayList = mustList
             var missing = mustList.subtracting(listedIDs)
             if settings.relax.contains(.transactionObjects) {
                 // Only what the operations addressed or inserted must be listed.
@@ -528,7 +530,7 @@ final class ModelWalk {
             }
             let extra = listedIDs.subtracting(mayList)
             if !missing.isEmpty || !extra.isEmpty {
-                throw fail("\"objects\" must list exactly the objects whose state the transaction changed (inverse maintenance included)"
+                throw fail("\"objects\" must list exactly the objects the transaction touched (changed, inverse maintenance included, or named by an operation)"
                            + (missing.isEmpty ? "" : "; missing \(missing.sorted())") + (extra.isEmpty ? "" : "; not changed: \(extra.sorted())"),
                            expected: "\(mustList.sorted())", actual: "\(listedIDs.sorted())")
             }

@@ -31,6 +31,9 @@ final class ObjectWriter {
     func transaction(_ operations: [TransactionOperation]) throws -> TransactionAnswer {
         var refs: [String: ManagedObject] = [:]
         var applied: [(ObjectBody, ManagedObject, Bool)] = []
+        // Every object an operation names, in order: each is answered with its final state
+        // even when its values end as they were.
+        var named: [(object: ManagedObject, temporaryID: ManagedObjectID?)] = []
         func resolve(_ target: ObjectReference, operation index: Int) throws -> ManagedObject {
             let object: ManagedObject
             switch target {
@@ -54,9 +57,11 @@ final class ObjectWriter {
                     names.name(object.objectID, ref)
                 }
                 names.noteSets(object.objectID, body.propertyNames)
+                named.append((object, object.objectID))
                 try apply(body, to: object, replace: false, refs: refs, into: &applied)
             case let .update(target, baseVersion, body):
                 let object = try resolve(target, operation: index)
+                named.append((object, object.objectID.isTemporaryID ? object.objectID : nil))
                 // An object inserted earlier in this transaction is saved once, as version 1:
                 // it has no stored version to be based on.
                 if !object.isInserted, let baseVersion { claim(baseVersion, for: object) }
@@ -64,6 +69,7 @@ final class ObjectWriter {
                 try apply(body, to: object, replace: false, refs: refs, into: &applied)
             case let .delete(target, baseVersion):
                 let object = try resolve(target, operation: index)
+                named.append((object, object.objectID.isTemporaryID ? object.objectID : nil))
                 if !object.isInserted, let baseVersion { claim(baseVersion, for: object) }
                 context.delete(object)
             }
@@ -81,11 +87,21 @@ final class ObjectWriter {
                 ids.append((ref, object.objectID))
             }
         }
-        // Every object whose stored state the transaction changed, as a GET now answers it:
-        // inserts, updates, objects changed through an inverse (a project whose tasks gained
-        // one), and deletions, cascades included.
+        // "Touched", as the contract says: every object whose stored state the transaction
+        // changed (inserts, updates, objects changed through an inverse such as a project whose
+        // tasks gained one, deletions with cascades), then every object an operation named
+        // whose values ended as they were (an update undone by a later operation, a delete or
+        // an update the merge policy kept from the store), each once, as a GET now answers it.
         var objects: [ObjectState] = []
-        for id in saved.inserted + saved.updated {
+        var listed = Set(saved.deleted)
+        for id in saved.inserted + saved.updated where listed.insert(id).inserted {
+            if let state = try storedState(id) { objects.append(state) }
+        }
+        for (object, temporaryID) in named {
+            // An insert folded into an existing object by a uniqueness resolution is answered
+            // as that object; an object inserted and deleted within the transaction was never stored.
+            let id = temporaryID.flatMap { saved.mergedInserts[$0] } ?? object.objectID
+            guard !id.isTemporaryID, listed.insert(id).inserted else { continue }
             if let state = try storedState(id) { objects.append(state) }
         }
         let conflicts = ConflictJSON(model: context.coordinator.model, names: names)
