@@ -10,15 +10,26 @@ enum EffectiveConfiguration {
             guard let label = child.label, label.hasPrefix("_") else { return nil }
             return (kebabCase(String(label.dropFirst())), String(describing: child.value))
         }, uniquingKeysWith: { first, _ in first })
-        var lines: [String] = []
+        var rows: [(name: String, value: String, origin: String)] = []
         for (option, source) in EnvironmentArguments.sources(of: Command.self) {
             var value = values[option.name].map(unwrapped) ?? "?"
             if value == "nil" { value = "(not set)" }
             if secretNames.contains(option.name) && value != "(not set)" { value = "****" }
             let origin = source == .environment ? "environment \(option.variable)" : source.rawValue
-            lines.append("\(option.name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(value.padding(toLength: 28, withPad: " ", startingAt: 0)) \(origin)")
+            rows.append((option.name, value, origin))
         }
-        return lines.joined(separator: "\n") + "\n"
+        // Columns as wide as their widest entry: a value is never cut (the one command meant to
+        // show the effective settings must show them whole), and the origins stay aligned.
+        let nameWidth = rows.map(\.name.count).max() ?? 0
+        let valueWidth = rows.map(\.value.count).max() ?? 0
+        return rows.map { row in
+            padded(row.name, to: nameWidth) + "  " + padded(row.value, to: valueWidth) + "  " + row.origin
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// `text` followed by spaces up to `width` characters; never shortened.
+    static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
     }
 
     /// `maxBodyBytes` → `max-body-bytes`, as ArgumentParser names options.

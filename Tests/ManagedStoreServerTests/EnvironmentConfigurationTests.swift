@@ -31,6 +31,26 @@ struct EnvironmentConfigurationTests {
         #expect(Self.setting("store", in: run.stdout)?.value == ":memory:")
     }
 
+    @Test("print-config prints every value whole, however long, in aligned columns")
+    func printConfigWholeValues() throws {
+        // 200 characters each: the old table cut every value to its first 28.
+        let directory = "/srv/managedstore/volumes/" + String(repeating: "a", count: 160)
+        let store = directory + "/store-of-the-app.sqlite"
+        let tokens = directory + "/" + String(repeating: "t", count: 200 - directory.count - 6) + ".json"
+        #expect(tokens.count == 200)
+        let run = try ServerProcess.run(["serve", "--demo", "--store", store, "--print-config"],
+                                        environment: ["MANAGEDSTORE_TOKENS_FILE": tokens])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(Self.setting("store", in: run.stdout)?.value == store, "\(run.stdout)")
+        #expect(Self.setting("tokens-file", in: run.stdout)?.value == tokens)
+        #expect(Self.setting("tokens-file", in: run.stdout)?.origin == "environment MANAGEDSTORE_TOKENS_FILE")
+        #expect(Self.setting("port", in: run.stdout)?.origin == "default", "a long value leaves the other lines readable")
+        // Origins start in one column, whatever the values' lengths.
+        let lines = run.stdout.split(separator: "\n").map(String.init)
+        let columns = Set(lines.compactMap { line in line.range(of: "  default").map { line.distance(from: line.startIndex, to: $0.lowerBound) } })
+        #expect(columns.count == 1, "\(run.stdout)")
+    }
+
     @Test("a value from the environment is validated like one from the command line")
     func badValues() throws {
         let port = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--print-config"], environment: ["MANAGEDSTORE_PORT": "eighty"])
