@@ -39,7 +39,9 @@ public final class ManagedStoreServer: Sendable {
 
     /// Listens, and loads the store: first, or (`inBackground`) on a thread of its own while the
     /// port already answers. `failed` hears a store that could not be loaded, on that thread.
-    public func start(failed: @escaping @Sendable (Error) -> Void = { _ in }) throws {
+    /// `listening` is told the port as soon as it is open, before anything about the store is
+    /// logged: the place for the first line of a server's log.
+    public func start(listening: (UInt16) -> Void = { _ in }, failed: @escaping @Sendable (Error) -> Void = { _ in }) throws {
         guard inBackground else {
             do { try load() } catch {
                 loaded.signal()
@@ -49,9 +51,12 @@ public final class ManagedStoreServer: Sendable {
                 front.stop()?.stop()
                 throw error
             }
+            listening(http.port)
             return
         }
         try http.start()
+        // Before the loading thread starts, so no line about the store can come first.
+        listening(http.port)
         let thread = Thread { [self] in
             do { try load() } catch {
                 front.fail("\(error)")

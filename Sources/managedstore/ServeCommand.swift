@@ -126,7 +126,8 @@ struct ServeCommand: ParsableCommand {
         description.idempotencyKeyLifetime = DurationText.parse(idempotencyTtl) ?? .seconds(86_400)
         var service = ServiceConfiguration()
         service.logger = logger
-        service.accessTokens = try accessTokens()
+        let (tokens, tokensNotice) = try accessTokens()
+        service.accessTokens = tokens
         service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
         service.requireIfMatch = requireIfMatch
         service.groupCommit = !noGroupCommit
@@ -152,7 +153,13 @@ struct ServeCommand: ParsableCommand {
             return coordinator
         }, service: service, http: http)
         do {
-            try server.start(failed: { error in
+            try server.start(listening: { port in
+                // The first line on stderr, at once and before the store's own lines: where a
+                // container's log starts.
+                FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(port) "
+                    + "model \(loaded.name) store \(store)\n").utf8))
+                if let tokensNotice { FileHandle.standardError.write(Data(tokensNotice.utf8)) }
+            }, failed: { error in
                 // Nothing can be served: say why and leave (the port closes with the process).
                 logger.critical("the store could not be opened", metadata: ["error": .string("\(error)")])
                 FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
@@ -160,21 +167,18 @@ struct ServeCommand: ParsableCommand {
             })
         } catch {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
+            // The token made for this store is shown once: even when the port could not open.
+            if let tokensNotice { FileHandle.standardError.write(Data(tokensNotice.utf8)) }
             throw ExitCode(1)
         }
         // Listening on every address (in a container): the commands to try go to this machine.
         let base = "http://\(host == "0.0.0.0" ? "127.0.0.1" : host):\(server.port)"
-        // The first line on stderr, at once: where a container's log starts.
-        FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(server.port) "
-            + "model \(loaded.name) store \(store)\n").utf8))
         if insecureOpen && service.accessTokens.isEmpty && !Self.isLoopback(host) {
             say("managedstore: --insecure-open: anyone who reaches \(host):\(server.port) may read and write, without a token")
         }
         say("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
         say("try:")
-        say("  curl -s \(base)/v1/model")
-        say("  curl -s -X POST \(base)/v1/objects/Project -H 'Content-Type: application/json' -d '{\"name\": \"Apollo\"}'")
-        say("  curl -s '\(base)/v1/objects/Project?where=name%20BEGINSWITH%5Bc%5D%20%22ap%22'")
+        for line in StartupExamples.lines(for: loaded, base: base) { say("  " + line) }
         let signal = signals.wait()
         logger.info("stopping", metadata: ["signal": .string(signal), "timeout_s": .stringConvertible(shutdownTimeout)])
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")
@@ -185,17 +189,18 @@ struct ServeCommand: ParsableCommand {
     }
 
     /// The tokens to require: from `--tokens-file`; none on loopback or with `--insecure-open`;
-    /// otherwise those of `tokens.json` beside the store, made with one admin token if missing.
-    private func accessTokens() throws -> [AccessToken] {
+    /// otherwise those of `tokens.json` beside the store, made with one admin token if missing,
+    /// with the notice that shows that token once (written after the log's first line).
+    private func accessTokens() throws -> (tokens: [AccessToken], notice: String?) {
         do {
-            if let tokensFile { return try TokensFile.load(path: tokensFile) }
-            if insecureOpen || Self.isLoopback(host) { return [] }
+            if let tokensFile { return (try TokensFile.load(path: tokensFile), nil) }
+            if insecureOpen || Self.isLoopback(host) { return ([], nil) }
             guard store != ":memory:" else {
                 FileHandle.standardError.write(Data("managedstore: an in-memory store on \(host) needs --tokens-file or --insecure-open\n".utf8))
                 throw ExitCode(64)
             }
             let beside = URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent("tokens.json")
-            if FileManager.default.fileExists(atPath: beside.path) { return try TokensFile.load(path: beside.path) }
+            if FileManager.default.fileExists(atPath: beside.path) { return (try TokensFile.load(path: beside.path), nil) }
             let (token, entry) = TokensFile.newToken(name: "admin", scopes: [AccessScope(.admin)])
             try FileManager.default.createDirectory(at: beside.deletingLastPathComponent(), withIntermediateDirectories: true)
             guard FileManager.default.createFile(atPath: beside.path, contents: Data("{\"tokens\": [\(entry)]}\n".utf8),
@@ -203,9 +208,9 @@ struct ServeCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("managedstore: cannot write \(beside.path)\n".utf8))
                 throw ExitCode(1)
             }
-            FileHandle.standardError.write(Data(("managedstore: no tokens were configured and \(host) is not loopback: made \(beside.path) "
-                + "with one admin token, shown this once (only its SHA-256 is kept):\n  \(token)\n").utf8))
-            return try TokensFile.load(path: beside.path)
+            let notice = "managedstore: no tokens were configured and \(host) is not loopback: made \(beside.path) "
+                + "with one admin token, shown this once (only its SHA-256 is kept):\n  \(token)\n"
+            return (try TokensFile.load(path: beside.path), notice)
         } catch let error as TokensFileError {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
             throw ExitCode(64)
