@@ -43,7 +43,7 @@ struct HistoryPruningTests {
         #expect(try server.taskTitles() == ["t1", "t2", "t3"], "pruning the history leaves the objects")
     }
 
-    @Test("admin only; a missing, doubled, unknown or malformed parameter is 400 and prunes nothing")
+    @Test("admin only; an unknown or malformed parameter is 400 and prunes nothing")
     func refusals() throws {
         let server = try ServerHarness { service, _ in service.accessTokens = AuthTests.tokens }
         let admin = AuthTests.bearer("admin-secret")
@@ -52,12 +52,31 @@ struct HistoryPruningTests {
         for token in ["read-secret", "write-secret", "tasks-secret"] {
             #expect(try server.request("DELETE", "/v1/changes?before=99", headers: AuthTests.bearer(token)).status == 403, "\(token)")
         }
-        for query in ["", "?before=99&olderThan=1d", "?since=3", "?before=-1", "?before=x", "?olderThan=yesterday", "?olderThan=0s"] {
+        for query in ["?before=99&olderThan=yesterday", "?since=3", "?before=-1", "?before=x", "?olderThan=yesterday", "?olderThan=0s"] {
             let response = try server.request("DELETE", "/v1/changes\(query)", headers: admin)
             #expect(response.status == 400, "\(query)")
             #expect(AuthTests.code(response) == "bad-request")
         }
         #expect(try server.request("GET", "/v1/changes?since=0", headers: admin).status == 200, "nothing was pruned")
         #expect(try server.request("PUT", "/v1/changes", headers: admin).status == 405)
+    }
+
+    @Test("with neither parameter, what --history-retention keeps no longer; with both, what either names")
+    func defaultsAndBoth() throws {
+        let server = try ServerHarness { service, _ in service.historyRetention = .period(.seconds(86_400)) }
+        for i in 1...4 { #expect(try server.request("POST", "/v1/objects/Task", json: #"{"title": "t\#(i)"}"#).status == 201) }
+        let none = try server.request("DELETE", "/v1/changes")
+        #expect(none.status == 200 && Self.body(none)?["deleted"] == .number("0"), "nothing is older than the day the server keeps: \(none.text)")
+        // before=3 names tokens 1 and 2; a day ago names none: both together delete the two.
+        let both = try server.request("DELETE", "/v1/changes?before=3&olderThan=1d")
+        #expect(both.status == 200 && Self.body(both)?["deleted"] == .number("2"), "\(both.text)")
+        let future = RFC3339.string(from: Date(timeIntervalSinceNow: 60))
+        let rest = try server.request("DELETE", "/v1/changes?before=1&olderThan=\(future.queryEncoded)")
+        #expect(Self.body(rest)?["deleted"] == .number("2"), "the date names the last two: \(rest.text)")
+
+        let forever = try ServerHarness { service, _ in service.historyRetention = .forever }
+        #expect(try forever.request("POST", "/v1/objects/Task", json: #"{"title": "kept"}"#).status == 201)
+        #expect(Self.body(try forever.request("DELETE", "/v1/changes"))?["deleted"] == .number("0"), "forever keeps everything")
+        #expect(try forever.request("GET", "/v1/changes?since=0").status == 200)
     }
 }

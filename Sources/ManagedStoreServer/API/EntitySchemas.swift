@@ -24,22 +24,35 @@ struct EntitySchemas {
         ])
     }
 
-    /// Values to set: every property optional (PATCH, a batch update).
+    /// Values to set: every property optional (PATCH).
     var values: JSONValue { body(requiring: false) }
+
+    /// Values a batch update sets on every match: as `values`, without `_version` (a batch
+    /// update is based on no one version).
+    var batchValues: JSONValue { body(requiring: false, versioned: false) }
+
+    /// The values of a transaction's insert (`requiring`) or update: relationships may name
+    /// the refs of the transaction's inserts as well as object IDs, and the base version is
+    /// the operation's `version`, not a value.
+    func transactionValues(requiring: Bool) -> JSONValue { body(requiring: requiring, versioned: false, refs: true) }
 
     /// A whole object to write (POST, PUT): the mandatory attributes without a default are
     /// required; what is left out takes its default (or null).
     var insert: JSONValue { body(requiring: true) }
 
-    private func body(requiring: Bool) -> JSONValue {
-        var properties: [(String, JSONValue)] = [
-            ("_version", .object([("type", .string("integer")), ("minimum", .number("1")),
-                                  ("description", .string("The version the change is based on (as If-Match).")) ])),
-        ]
+    private func body(requiring: Bool, versioned: Bool = true, refs: Bool = false) -> JSONValue {
+        var properties: [(String, JSONValue)] = []
+        if versioned {
+            properties.append(("_version", Self.version("The version the change is based on (as If-Match).")))
+            properties.append(("_id", .object([("type", .string("string")),
+                                               ("description", .string("Ignored (the path names the object): a body read back from a GET may keep it."))])))
+        }
         properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
-        properties += entity.relationships.map { ($0.name, Self.relationship($0, embeddable: false)) }
+        properties += entity.relationships.map { ($0.name, refs ? Self.referenceOrRef($0) : Self.relationship($0, embeddable: false)) }
         var members: [(String, JSONValue)] = [("type", .string("object")), ("properties", .object(properties)),
                                               ("additionalProperties", .bool(false))]
+        // A batch update that sets nothing is 400.
+        if !versioned && !refs { members.append(("minProperties", .number("1"))) }
         if requiring {
             let required = entity.attributes.filter { !$0.isOptional && $0.defaultValue.isNull }.map { JSONValue.string($0.name) }
             if !required.isEmpty { members.append(("required", .array(required))) }
@@ -47,6 +60,9 @@ struct EntitySchemas {
         }
         return .object(members)
     }
+
+    /// Whether an insert must give some attribute (a mandatory one without a default).
+    var hasRequiredAttributes: Bool { entity.attributes.contains { !$0.isOptional && $0.defaultValue.isNull } }
 
     /// An insert that the server accepts: every required attribute with a value inside its
     /// rules. None when a required attribute has a pattern (no value is known to match it).
@@ -60,6 +76,24 @@ struct EntitySchemas {
     }
 
     // MARK: Properties
+
+    /// A version: a whole number from 1 that fits 64 bits.
+    static func version(_ description: String) -> JSONValue {
+        .object([("type", .string("integer")), ("format", .string("int64")), ("minimum", .number("1")),
+                 ("maximum", .number(String(Int64.max))), ("description", .string(description))])
+    }
+
+    /// In a transaction: an object ID of the destination, or the ref of an earlier insert (or
+    /// null, for a to-one); an array of them for to-many.
+    static func referenceOrRef(_ relationship: RelationshipDescription) -> JSONValue {
+        let one = JSONValue.object([("type", .string("string")), ("minLength", .number("1"))])
+        if relationship.isToMany {
+            return .object([("type", .array([.string("array"), .string("null")])), ("items", one),
+                            ("description", .string("\(relationship.destination) IDs or refs of earlier inserts; null empties it, as [] does."))])
+        }
+        return .object([("type", .array([.string("string"), .string("null")])), ("minLength", .number("1")),
+                        ("description", .string("A \(relationship.destination) ID, the ref of an earlier insert, or null."))])
+    }
 
     static func id(of entity: String) -> JSONValue {
         .object([("type", .string("string")), ("pattern", .string("^\(entity)/[1-9][0-9]*$")), ("example", .string("\(entity)/1"))])

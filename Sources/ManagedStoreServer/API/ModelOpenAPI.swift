@@ -19,16 +19,41 @@ enum ModelOpenAPI {
             .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in
                 guard path.contains("{entity}") else { return [(path, item)] }
                 return model.entities.map { entity in
-                    (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity.name))
+                    (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
                 }
             })
         }
+        let parameterSchemas = ModelParameterSchemas(model: model)
         document = replacing("components", in: document) { components in
             var components = replacing("schemas", in: components) { schemas in
-                .object((schemas.objectMembers ?? []) + model.entities.flatMap { entity -> [(String, JSONValue)] in
+                var members = schemas.objectMembers ?? []
+                if let index = members.firstIndex(where: { $0.0 == "EntityNames" }), let names = parameterSchemas.entityNames {
+                    members[index].1 = names
+                }
+                for (name, schema) in TransactionSchemas(model: model).components {
+                    if let index = members.firstIndex(where: { $0.0 == name }) { members[index].1 = schema } else { members.append((name, schema)) }
+                }
+                return .object(members + model.entities.flatMap { entity -> [(String, JSONValue)] in
                     let schemas = EntitySchemas(entity: entity)
+                    // A parameter whose pattern would list too many key paths keeps the generic schema.
+                    func specific(_ schema: JSONValue?, generic: String) -> JSONValue {
+                        schema ?? .object([("$ref", .string("#/components/schemas/" + generic))])
+                    }
                     return [(entity.name, schemas.object), (entity.name + "Values", schemas.values), (entity.name + "Insert", schemas.insert),
-                            (entity.name + "FetchResult", fetchResult(entity.name))]
+                            (entity.name + "BatchValues", schemas.batchValues),
+                            (entity.name + "FetchResult", fetchResult(entity.name)),
+                            (entity.name + "PropertyNames", specific(parameterSchemas.propertyNames(entity), generic: "PropertyNames")),
+                            (entity.name + "IncludePaths", specific(parameterSchemas.includePaths(entity), generic: "IncludePaths")),
+                            (entity.name + "SortKeys", specific(parameterSchemas.sortKeys(entity), generic: "SortKeys")),
+                            (entity.name + "AggregateSelect", specific(parameterSchemas.aggregateSelect(entity), generic: "AggregateSelect"))]
+                })
+            }
+            components = replacing("parameters", in: components) { parameters in
+                // `fields` and `include` of each entity: the generic parameter with the entity's schema.
+                .object((parameters.objectMembers ?? []) + model.entities.flatMap { entity -> [(String, JSONValue)] in
+                    ["Fields", "Include"].map { name in
+                        (entity.name + name, rewritingReferences(parameters[name] ?? .null, entity: entity.name, method: "get"))
+                    }
                 })
             }
             components = replacing("responses", in: components) { responses in
@@ -39,6 +64,7 @@ enum ModelOpenAPI {
             }
             return components
         }
+        document = ModelExamples(model: model).specializingModelWide(document)
         document = replacing("info", in: document) { info in
             replacing("description", in: info) { text in
                 .string((text.stringValue ?? "") + "\nThis document describes the loaded model, \(model.name) (version \(model.version)): "
@@ -50,14 +76,16 @@ enum ModelOpenAPI {
 
     /// A path item under `/v1/objects/{entity}` for one entity: no `entity` parameter, each
     /// operation named after the entity, and the entity's schemas in place of the generic ones.
-    private static func pathItem(_ item: JSONValue, entity: String) -> JSONValue {
-        .object((item.objectMembers ?? []).compactMap { key, value -> (String, JSONValue)? in
+    private static func pathItem(_ item: JSONValue, entity description: EntityDescription, model: ManagedObjectModel) -> JSONValue {
+        let entity = description.name
+        return .object((item.objectMembers ?? []).compactMap { key, value -> (String, JSONValue)? in
             if key == "parameters" {
                 let kept = (value.arrayValue ?? []).filter { $0["$ref"]?.stringValue != "#/components/parameters/Entity" }
                 return kept.isEmpty ? nil : (key, .array(kept))
             }
             guard methods.contains(key) else { return (key, value) }
             var operation = rewritingReferences(value, entity: entity, method: key)
+            operation = ModelExamples(model: model).specializing(operation, entity: description)
             operation = replacing("operationId", in: operation) { .string(operationID($0.stringValue ?? key, entity: entity)) }
             operation = replacing("tags", in: operation) { _ in .array([.string(entity)]) }
             return (key, operation)
@@ -76,7 +104,8 @@ enum ModelOpenAPI {
     }
 
     /// Every `$ref` to a generic object schema made the entity's: what POST and PUT send is a
-    /// whole object (`EInsert`), what PATCH sends are values (`EValues`).
+    /// whole object (`EInsert`), what PATCH sends are values (`EValues`), what a batch update
+    /// sends `EBatchValues`; parameters whose values are the entity's names get its patterns.
     private static func rewritingReferences(_ value: JSONValue, entity: String, method: String) -> JSONValue {
         switch value {
         case .object(let members):
@@ -88,6 +117,11 @@ enum ModelOpenAPI {
                     return (key, .string("#/components/schemas/\(entity)" + (method == "patch" ? "Values" : "Insert")))
                 case "#/components/schemas/FetchResult": return (key, .string("#/components/schemas/\(entity)FetchResult"))
                 case "#/components/responses/OneObject": return (key, .string("#/components/responses/\(entity)OneObject"))
+                case "#/components/schemas/BatchValues", "#/components/schemas/PropertyNames", "#/components/schemas/IncludePaths",
+                     "#/components/schemas/SortKeys", "#/components/schemas/AggregateSelect":
+                    return (key, .string("#/components/schemas/\(entity)" + target.dropFirst("#/components/schemas/".count)))
+                case "#/components/parameters/Fields", "#/components/parameters/Include":
+                    return (key, .string("#/components/parameters/\(entity)" + target.dropFirst("#/components/parameters/".count)))
                 default: return (key, member)
                 }
             })

@@ -157,7 +157,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(.json(200, openAPIDocument))
         case ("DELETE", 1, "changes"):
             try access.require(token, .admin, on: .wholeStore)
-            return try HistoryPruning.handle(request, coordinator: coordinator)
+            return try HistoryPruning.handle(request, coordinator: coordinator, retention: configuration.historyRetention)
         case (_, 1, "changes"):
             guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "DELETE"]) }
             try access.require(token, .read, on: .anyEntity)

@@ -191,11 +191,8 @@ struct WriteRequestParser {
     private func baseVersion(_ request: HTTPRequest, bodyVersion: Int64?) throws(Problem) -> Int64? {
         var header: Int64?
         if let text = request.header("If-Match")?.trimmingHTTPWhitespace, text != "*" {
-            var tag = text
-            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
-            if tag.hasPrefix("\"") && tag.hasSuffix("\"") && tag.count >= 2 { tag = tag.dropFirst().dropLast() }
-            guard let version = Int64(tag), version >= 1 else {
-                throw Problem.badRequest("If-Match must be a version ETag such as \"3\", not \(text.prefix(100))")
+            guard let version = Self.version(ofETag: text) else {
+                throw Problem.badRequest("If-Match must be * or a version ETag such as \"3\" (W/\"3\" or 3 too), not \(text.prefix(100))")
             }
             header = version
         }
@@ -207,17 +204,37 @@ struct WriteRequestParser {
         return base
     }
 
+    /// The version an ETag names: `"3"` or `W/"3"`, or the bare version `3`, a whole number
+    /// from 1 with at most 18 digits and no leading zero (the OpenAPI document's pattern, so
+    /// that a generated client and the server refuse the same values); nil for anything else.
+    static func version(ofETag text: Substring) -> Int64? {
+        var digits = text
+        if digits.hasPrefix("W/") || digits.first == "\"" {
+            if digits.hasPrefix("W/") { digits = digits.dropFirst(2) }
+            guard digits.count >= 3, digits.first == "\"", digits.last == "\"" else { return nil }
+            digits = digits.dropFirst().dropLast()
+        }
+        guard digits.count <= 18 else { return nil }
+        guard let first = digits.first, first != "0", digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int64(digits)
+    }
+
     /// `?merge=` over `Merge-Policy` over the configured default; a write takes no other query
-    /// parameter.
+    /// parameter. Each given is checked, the header too when the query wins over it: a value
+    /// the document refuses is refused, wherever it is.
     func mergePolicy(_ request: HTTPRequest, alsoAllowed: Set<String> = []) throws(Problem) -> MergePolicy {
         for (name, _) in request.query where name != "merge" && !alsoAllowed.contains(name) {
             throw Problem.badRequest("unknown query parameter '\(name.prefix(100))' for this write (only \((["merge"] + alsoAllowed.sorted()).joined(separator: ", ")))")
         }
-        let name = request.queryValue("merge") ?? request.header("Merge-Policy") ?? configuration.mergePolicy.name
-        guard let policy = MergePolicy(name: name) else {
-            throw Problem.badRequest("unknown merge policy '\(name.prefix(100))' (one of \(MergePolicy.builtIn.map(\.name).joined(separator: ", ")))")
+        func policy(named name: String) throws(Problem) -> MergePolicy {
+            guard let policy = MergePolicy(name: name) else {
+                throw Problem.badRequest("unknown merge policy '\(name.prefix(100))' (one of \(MergePolicy.builtIn.map(\.name).joined(separator: ", ")))")
+            }
+            return policy
         }
-        return policy
+        let header = try request.header("Merge-Policy").map { name throws(Problem) in try policy(named: name) }
+        if let name = request.queryValue("merge") { return try policy(named: name) }
+        return header ?? configuration.mergePolicy
     }
 
     /// The request's `Author` header (recorded in the history), when it is one line of at most

@@ -1,0 +1,71 @@
+import ManagedStore
+
+/// The body of `POST /v1/transactions` for a loaded model: each operation one of an insert of
+/// one of its entities (`entity` named, its mandatory attributes required), an update of an
+/// object of one of its entities (its values that entity's), an update of an earlier insert
+/// by its ref, or a delete. What no schema can say stays the server's to answer: whether an
+/// ID names an object that exists (404 or 422 `invalid-relationship`), and what a ref names.
+struct TransactionSchemas {
+    let model: ManagedObjectModel
+
+    /// The schemas to add, by name: `TransactionRequest` (replacing the generic one),
+    /// `TransactionOperation`, and per entity `EInsertOperation` and `EUpdateOperation`.
+    var components: [(String, JSONValue)] {
+        var result: [(String, JSONValue)] = [("TransactionRequest", request), ("TransactionOperation", operation)]
+        for entity in model.entities {
+            let schemas = EntitySchemas(entity: entity)
+            result.append((entity.name + "InsertOperation", object(required: ["op", "entity"] + (schemas.hasRequiredAttributes ? ["values"] : []), [
+                ("op", .object([("const", .string("insert"))])),
+                ("entity", .object([("const", .string(entity.name))])),
+                ("ref", .object([("type", .string("string")), ("minLength", .number("1")),
+                                 ("description", .string("A name later operations use where an object ID goes."))])),
+                ("values", schemas.transactionValues(requiring: true)),
+            ])))
+            result.append((entity.name + "UpdateOperation", object(required: ["op", "object"], [
+                ("op", .object([("const", .string("update"))])),
+                ("object", EntitySchemas.id(of: entity.name)),
+                ("version", EntitySchemas.version("The version the update is based on.")),
+                ("values", schemas.transactionValues(requiring: false)),
+            ])))
+        }
+        return result
+    }
+
+    private var request: JSONValue {
+        object(required: ["operations"], [
+            ("operations", .object([("type", .string("array")), ("items", reference("TransactionOperation"))])),
+        ])
+    }
+
+    private var operation: JSONValue {
+        var choices = model.entities.flatMap { [reference($0.name + "InsertOperation"), reference($0.name + "UpdateOperation")] }
+        // An update of an object inserted earlier in the transaction, named by its ref: its
+        // values are those of the ref's entity, which only the server can tell.
+        choices.append(object(required: ["op", "object"], [
+            ("op", .object([("const", .string("update"))])),
+            ("object", .object([("type", .string("string")), ("minLength", .number("1")), ("not", .object([("pattern", .string(idPattern))])),
+                                ("description", .string("The ref of an earlier insert."))])),
+            ("version", EntitySchemas.version("The version the update is based on.")),
+            ("values", .object([("type", .string("object"))])),
+        ]))
+        choices.append(object(required: ["op", "object"], [
+            ("op", .object([("const", .string("delete"))])),
+            ("object", .object([("type", .string("string")), ("minLength", .number("1")),
+                                ("description", .string("An object ID, or the ref of an earlier insert."))])),
+            ("version", EntitySchemas.version("The version the delete is based on.")),
+        ]))
+        return .object([("oneOf", .array(choices))])
+    }
+
+    /// Any object ID of the model.
+    private var idPattern: String {
+        "^" + ModelParameterSchemas.alternation(model.entities.map(\.name)) + "/[1-9][0-9]*$"
+    }
+
+    private func reference(_ name: String) -> JSONValue { .object([("$ref", .string("#/components/schemas/" + name))]) }
+
+    private func object(required: [String], _ properties: [(String, JSONValue)]) -> JSONValue {
+        .object([("type", .string("object")), ("required", .array(required.map { .string($0) })),
+                 ("properties", .object(properties)), ("additionalProperties", .bool(false))])
+    }
+}
