@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency image docker-check test-python-client clean
+.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency image docker-check test-python-client test-swift-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -26,7 +26,7 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test-tsan
+test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test-swift-client test-tsan
 
 test-unit: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
@@ -66,6 +66,12 @@ test-python-client: server
 	@command -v openapi-python-client >/dev/null || python3 -m pip install -q "openapi-python-client>=0.21,<1"
 	@python3 -c "import yaml" 2>/dev/null || python3 -m pip install -q pyyaml
 	python3 scripts/client/python_client_round.py
+
+## a typed Swift client generated from the served documents (Apple's swift-openapi-generator, a
+## package of its own under scripts/client/swift) for a round against the demo model and a model
+## with every attribute type; any warning of the generator fails it
+test-swift-client: server
+	SWIFT=$(SWIFT) ./scripts/client/swift_client_round.sh
 
 test-openapi: deps
 	@python3 -c "import yaml, openapi_spec_validator" 2>/dev/null || python3 -m pip install -q pyyaml openapi-spec-validator

@@ -14,6 +14,8 @@ fi
 # The stock sqlite3 tool: the tests check that store files stay readable by plain SQLite, and
 # the fuzzer (make test-fuzz) checks the live store with it.
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+# curl: the README's examples, and the client rounds start servers and fetch their documents with it.
+command -v curl >/dev/null 2>&1 || need+=(curl)
 for extra in "$@"; do
     command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
 done

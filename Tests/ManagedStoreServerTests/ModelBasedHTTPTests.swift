@@ -16,49 +16,14 @@ import Testing
 /// bug does not hide the next one; `WalkSettings.Relax` lists them). Every check is on by default.
 @Suite("Model-based HTTP test")
 struct ModelBasedHTTPTests {
-    /// The second model: Author 1-n Book n-m Genre, Book 1-n Loan.
-    static let libraryJSON = #"""
-    {
-      "name": "Library", "version": 1,
-      "entities": [
-        { "name": "Author",
-          "attributes": [
-            {"name": "name", "type": "string", "optional": false},
-            {"name": "email", "type": "string"},
-            {"name": "born", "type": "date"}
-          ],
-          "relationships": [
-            {"name": "books", "destination": "Book", "toMany": true, "inverse": "author", "deleteRule": "cascade"}
-          ],
-          "uniquenessConstraints": [["name"], ["email"]] },
-        { "name": "Book",
-          "attributes": [
-            {"name": "title", "type": "string", "optional": false},
-            {"name": "pages", "type": "integer32", "min": 1},
-            {"name": "year", "type": "integer16"},
-            {"name": "price", "type": "decimal"},
-            {"name": "inStock", "type": "boolean", "default": true}
-          ],
-          "relationships": [
-            {"name": "author", "destination": "Author", "inverse": "books", "deleteRule": "nullify"},
-            {"name": "genres", "destination": "Genre", "toMany": true, "inverse": "books", "deleteRule": "nullify"},
-            {"name": "loans", "destination": "Loan", "toMany": true, "inverse": "book", "deleteRule": "cascade"}
-          ] },
-        { "name": "Genre",
-          "attributes": [{"name": "name", "type": "string", "optional": false}],
-          "relationships": [{"name": "books", "destination": "Book", "toMany": true, "inverse": "genres", "deleteRule": "deny"}],
-          "uniquenessConstraints": [["name"]] },
-        { "name": "Loan",
-          "attributes": [
-            {"name": "borrower", "type": "string", "optional": false, "minLength": 2, "maxLength": 40},
-            {"name": "due", "type": "date"},
-            {"name": "fee", "type": "double", "min": 0},
-            {"name": "returned", "type": "boolean", "default": false}
-          ],
-          "relationships": [{"name": "book", "destination": "Book", "inverse": "loans", "deleteRule": "nullify"}] }
-      ]
-    }
-    """#
+    /// The second model: Author 1-n Book n-m Genre, Book 1-n Loan (Tests/Models/library.json,
+    /// shared with the Swift client's generator check, scripts/client/swift_client_round.sh).
+    static let libraryJSON: String = {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Models/library.json")
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { fatalError("no test model at \(file.path)") }
+        return text
+    }()
 
     static func library() throws -> ManagedObjectModel { try ManagedObjectModel(jsonData: Array(libraryJSON.utf8)) }
 

@@ -11,7 +11,7 @@ struct EntitySchemas {
     var object: JSONValue {
         var properties: [(String, JSONValue)] = [
             ("_id", Self.id(of: entity.name)),
-            ("_version", .object([("type", .string("integer")), ("minimum", .number("1"))])),
+            ("_version", .object([("type", .string("integer")), ("format", .string("int64")), ("minimum", .number("1"))])),
         ]
         properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
         properties += entity.relationships.map { ($0.name, Self.relationship($0, embeddable: true)) }
@@ -151,8 +151,18 @@ struct EntitySchemas {
                             ("description", .string("\(relationship.destination) IDs, in primary-key order"
                                                     + (embeddable ? "." : "; null empties it, as [] does.")))])
         }
-        return .object([("anyOf", .array([one, .object([("type", .string("null"))])])),
-                        ("description", .string("A \(relationship.destination) ID, or null."))])
+        // "An ID or null" as one schema with a list of types (JSON Schema 2020-12), the pattern
+        // beside it (it applies to strings only): Apple's swift-openapi-generator skips a
+        // `{"type": "null"}` branch of an anyOf, and a property it skips is then refused in
+        // answers by `additionalProperties: false`.
+        let nullableID = JSONValue.object([("type", .array([.string("string"), .string("null")])),
+                                           ("pattern", .string("^\(relationship.destination)/[1-9][0-9]*$")),
+                                           ("example", .string("\(relationship.destination)/1"))])
+        if embeddable {
+            return .object([("anyOf", .array([nullableID, .object([("type", .string("object"))])])),
+                            ("description", .string("A \(relationship.destination) ID, or null (with `include`, the object)."))])
+        }
+        return .object((nullableID.objectMembers ?? []) + [("description", .string("A \(relationship.destination) ID, or null."))])
     }
 
     /// A value inside `attribute`'s type and range (length for strings).

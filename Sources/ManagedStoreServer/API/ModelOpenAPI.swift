@@ -30,7 +30,13 @@ enum ModelOpenAPI {
                 if let index = members.firstIndex(where: { $0.0 == "EntityNames" }), let names = parameterSchemas.entityNames {
                     members[index].1 = names
                 }
-                for (name, schema) in TransactionSchemas(model: model).components {
+                // What a transaction answers in `objects`: one of the model's objects, or a deletion.
+                let touched = JSONValue.object([
+                    ("description", .string("An object as a GET answers it, or a deleted one as {_id, _deleted: true}.")),
+                    ("oneOf", .array(model.entities.map { .object([("$ref", .string("#/components/schemas/\($0.name)"))]) }
+                                     + [.object([("$ref", .string("#/components/schemas/DeletedObject"))])])),
+                ])
+                for (name, schema) in TransactionSchemas(model: model).components + [("TouchedObject", touched)] {
                     if let index = members.firstIndex(where: { $0.0 == name }) { members[index].1 = schema } else { members.append((name, schema)) }
                 }
                 return .object(members + model.entities.flatMap { entity -> [(String, JSONValue)] in

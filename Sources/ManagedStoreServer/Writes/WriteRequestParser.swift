@@ -204,11 +204,13 @@ struct WriteRequestParser {
         return base
     }
 
-    /// The version an ETag names: `"3"` or `W/"3"`, or the bare version `3`, a whole number
+    /// The version an ETag names: `"3"` or `W/"3"` (the quotes may be written `%22`), or the bare version `3`, a whole number
     /// from 1 with at most 18 digits and no leading zero (the OpenAPI document's pattern, so
     /// that a generated client and the server refuse the same values); nil for anything else.
     static func version(ofETag text: Substring) -> Int64? {
         var digits = text
+        // Apple's swift-openapi-runtime percent-encodes header values: `"3"` arrives as `%223%22`.
+        if digits.contains("%22") { digits = Substring(digits.replacingOccurrences(of: "%22", with: "\"")) }
         if digits.hasPrefix("W/") || digits.first == "\"" {
             if digits.hasPrefix("W/") { digits = digits.dropFirst(2) }
             guard digits.count >= 3, digits.first == "\"", digits.last == "\"" else { return nil }
