@@ -6,13 +6,16 @@
 #   Benchmarks/http/instructions.sh [SECONDS]     (default 8; needs valgrind, wrk, gcc)
 #
 # KEEP=dir keeps the callgrind files (dir/ceiling, dir/get) for callgrind_annotate.
+# SERVER_PROFILE=path measures that server-profile binary (another build) instead of building
+# this one's; SERVER_FLAGS adds its flags (--log-requests off).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 SECONDS_RUN="${1:-8}"
 export TASKS=${TASKS:-100000}
 if [[ -n "${KEEP:-}" ]]; then out="$KEEP"; mkdir -p "$out"; else out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
-(cd Benchmarks && swift build -c release --product server-profile >/dev/null)
+PROFILE=${SERVER_PROFILE:-$ROOT/Benchmarks/.build/release/server-profile}
+[[ -n "${SERVER_PROFILE:-}" ]] || (cd Benchmarks && swift build -c release --product server-profile >/dev/null)
 swift build -c release --product managedstore >/dev/null
 gcc -O2 -o "$out/ceiling-server" Benchmarks/http/ceiling.c $(pkg-config --cflags --libs libmicrohttpd)
 "$ROOT/.build/release/managedstore" demo --store "$out/store.sqlite" --tasks "$TASKS" --batch 10000 >/dev/null
@@ -34,7 +37,7 @@ measure() {
 }
 read -r _ cn ct < <(measure ceiling 18120 http://127.0.0.1:18120/ -- "$out/ceiling-server" 18120 4)
 read -r _ gn gt < <(measure get 18121 http://127.0.0.1:18121 -s Benchmarks/http/get_random.lua -- \
-    Benchmarks/.build/release/server-profile "$out/store.sqlite" 18121 3600)
+    "$PROFILE" "$out/store.sqlite" 18121 3600 ${SERVER_FLAGS:-})
 python3 - "$cn" "$ct" "$gn" "$gt" <<'PY'
 import sys
 cn, ct, gn, gt = map(int, sys.argv[1:])

@@ -30,7 +30,7 @@ public final class ManagedStoreServer: Sendable {
         self.configuration = configuration
         self.open = open
         self.inBackground = inBackground
-        self.front = ServiceFront(logger: configuration.logger)
+        self.front = ServiceFront(logger: configuration.logger, requestLog: configuration.requestLog)
         self.http = HTTPServer(configuration: http, handler: front)
     }
 

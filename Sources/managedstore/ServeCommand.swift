@@ -84,6 +84,10 @@ struct ServeCommand: ParsableCommand {
 
     @Option(help: "The form of the log lines on stderr: text (logfmt) or json (one object a line).")
     var logFormat = "text"
+
+    @Option(help: "on: one log line per request on stderr (written in batches, within 100 ms); off: none, for those who log at a proxy.")
+    var logRequests = "on"
+
     @Flag(help: "Print the effective settings and where each came from (command line, environment, default), secrets masked, and exit.")
     var printConfig = false
 
@@ -100,6 +104,7 @@ struct ServeCommand: ParsableCommand {
         }
         guard StoreDescription.Durability(rawValue: durability) != nil else { throw ValidationError("--durability must be full or normal") }
         guard LineLogHandler.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json") }
+        guard ["on", "off"].contains(logRequests) else { throw ValidationError("--log-requests must be on or off") }
         guard readContexts >= 1, maxBodyBytes >= 1, threads >= 1, connectionTimeout >= 1, maxInflightBodyBytes >= 1, bodyTimeout >= 1 else {
             throw ValidationError("--read-contexts, --max-body-bytes, --threads, --connection-timeout, --max-inflight-body-bytes and --body-timeout must be positive")
         }
@@ -126,6 +131,7 @@ struct ServeCommand: ParsableCommand {
         description.idempotencyKeyLifetime = DurationText.parse(idempotencyTtl) ?? .seconds(86_400)
         var service = ServiceConfiguration()
         service.logger = logger
+        if logRequests == "on" { service.requestLog = RequestLog(format: format) }
         let (tokens, tokensNotice) = try accessTokens()
         service.accessTokens = tokens
         service.mergePolicy = MergePolicy(name: mergePolicy) ?? .error
@@ -162,8 +168,8 @@ struct ServeCommand: ParsableCommand {
             }, failed: { error in
                 // Nothing can be served: say why and leave (the port closes with the process).
                 logger.critical("the store could not be opened", metadata: ["error": .string("\(error)")])
-                FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
-                Glibc.exit(1)
+                LogSink.standardError.append("managedstore: \(error)\n")
+                Glibc.exit(1)  // flushes the log's sink (at exit)
             })
         } catch {
             FileHandle.standardError.write(Data("managedstore: \(error)\n".utf8))
@@ -184,7 +190,9 @@ struct ServeCommand: ParsableCommand {
         say("managedstore: stopping (answering what was received, then committing and checkpointing)")
         let started = Date()
         server.stop(timeout: shutdownTimeout)
+        // Every request line is out before the last line.
         logger.info("stopped", metadata: ["after_ms": .stringConvertible(Int(Date().timeIntervalSince(started) * 1000))])
+        LogSink.standardError.flush()
         say("managedstore: stopped")
     }
 

@@ -16,8 +16,18 @@ struct ObservabilityTests {
         let harness = try ServerHarness(inMemory: inMemory) { service, _ in
             service.accessTokens = tokens
             service.logger = Logger(label: "test") { _ in LineLogHandler(format: format, write: { lines.add($0) }) }
+            service.requestLog = RequestLog(format: format, sink: Self.sink(into: lines))
         }
         return (harness, lines)
+    }
+
+    /// A log sink that keeps each line it is given (batches are whole lines).
+    static func sink(into lines: Lines) -> LogSink {
+        LogSink { batch in
+            for line in String(decoding: batch, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
+                lines.add(line + "\n")
+            }
+        }
     }
 
     /// The fields of one logfmt line (values unquoted).

@@ -15,6 +15,12 @@ public enum RFC3339 {
 
     /// Appends the timestamp's text to `bytes` (what a JSON writer calls, without a String).
     public static func append(_ date: Date, to bytes: inout [UInt8]) {
+        withText(of: date) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with the timestamp's text, made on the stack (a log line's time, without a
+    /// String or an array).
+    public static func withText<R>(of date: Date, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         let total = date.timeIntervalSince1970
         var seconds = total.rounded(.down)
         var micros = ((total - seconds) * 1_000_000).rounded()
@@ -23,35 +29,38 @@ public enum RFC3339 {
         let days = floorDiv(wholeSeconds, 86_400)
         let secondOfDay = wholeSeconds - days * 86_400
         let (year, month, day) = civilDate(fromDays: days)
-        guard (0...9999).contains(year) else {  // outside RFC 3339: the year as it is
-            bytes.append(contentsOf: String(year).utf8)
-            return appendFields(month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), to: &bytes, from: 4)
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { text in
+            writeFields(year: year, month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), into: text)
+            guard !(0...9999).contains(year) else {
+                // Outside RFC 3339's years: the year as it is, then the rest of the fields.
+                let digits = Array(String(year).utf8)
+                for i in 0..<23 { text[32 + i] = text[4 + i] }
+                for (i, byte) in digits.enumerated() { text[i] = byte }
+                for i in 0..<23 { text[digits.count + i] = text[32 + i] }
+                return body(UnsafeBufferPointer(rebasing: text[0..<(digits.count + 23)]))
+            }
+            return body(UnsafeBufferPointer(rebasing: text[0..<27]))
         }
-        appendFields(year: year, month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), to: &bytes, from: 0)
     }
 
-    /// Writes `YYYY-MM-DDTHH:MM:SS.ffffffZ` (from byte `from` on: 4 skips the year) into a
-    /// stack buffer and appends it at once; a timestamp per object of a fetch adds up.
-    private static func appendFields(year: Int64 = 0, month: Int64, day: Int64, secondOfDay: Int64, micros: Int64,
-                                     to bytes: inout [UInt8], from start: Int) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { text in
-            func put(_ value: Int64, at offset: Int, width: Int) {
-                var value = value
-                for i in stride(from: offset + width - 1, through: offset, by: -1) {
-                    text[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
-                    value /= 10
-                }
+    /// Writes `YYYY-MM-DDTHH:MM:SS.ffffffZ` into the first 27 bytes of `text`.
+    private static func writeFields(year: Int64, month: Int64, day: Int64, secondOfDay: Int64, micros: Int64,
+                                    into text: UnsafeMutableBufferPointer<UInt8>) {
+        func put(_ value: Int64, at offset: Int, width: Int) {
+            var value = value
+            for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                text[i] = UInt8(truncatingIfNeeded: 48 + value % 10)
+                value /= 10
             }
-            put(year, at: 0, width: 4)
-            text[4] = UInt8(ascii: "-"); put(month, at: 5, width: 2)
-            text[7] = UInt8(ascii: "-"); put(day, at: 8, width: 2)
-            text[10] = UInt8(ascii: "T"); put(secondOfDay / 3600, at: 11, width: 2)
-            text[13] = UInt8(ascii: ":"); put(secondOfDay % 3600 / 60, at: 14, width: 2)
-            text[16] = UInt8(ascii: ":"); put(secondOfDay % 60, at: 17, width: 2)
-            text[19] = UInt8(ascii: "."); put(micros, at: 20, width: 6)
-            text[26] = UInt8(ascii: "Z")
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[start...]))
         }
+        put(year, at: 0, width: 4)
+        text[4] = UInt8(ascii: "-"); put(month, at: 5, width: 2)
+        text[7] = UInt8(ascii: "-"); put(day, at: 8, width: 2)
+        text[10] = UInt8(ascii: "T"); put(secondOfDay / 3600, at: 11, width: 2)
+        text[13] = UInt8(ascii: ":"); put(secondOfDay % 3600 / 60, at: 14, width: 2)
+        text[16] = UInt8(ascii: ":"); put(secondOfDay % 60, at: 17, width: 2)
+        text[19] = UInt8(ascii: "."); put(micros, at: 20, width: 6)
+        text[26] = UInt8(ascii: "Z")
     }
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil when the text is not such a timestamp.

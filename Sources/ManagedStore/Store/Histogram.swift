@@ -16,6 +16,21 @@ public struct Histogram: Sendable, Equatable {
         self.counts = [UInt64](repeating: 0, count: bounds.count)
     }
 
+    /// A histogram of counts kept elsewhere (atomic counters): `counts` per bucket of `bounds`
+    /// (ascending), `count` every observation, `sum` their total.
+    public init(bounds: [Double], counts: [UInt64], count: UInt64, sum: Double) {
+        precondition(counts.count == bounds.count, "one count per bound")
+        self.bounds = bounds
+        self.counts = counts
+        self.count = count
+        self.sum = sum
+    }
+
+    /// The bucket `value` falls in: the index of its bound, or `bounds.count` above the last.
+    public func bucket(of value: Double) -> Int {
+        bounds.firstIndex { value <= $0 } ?? bounds.count
+    }
+
     public mutating func record(_ value: Double) {
         count &+= 1
         sum += value

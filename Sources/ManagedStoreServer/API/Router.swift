@@ -22,8 +22,10 @@ public struct ServiceConfiguration: Sendable {
     /// The bearer tokens the server accepts; none: every request is allowed (the server then
     /// listens on loopback only, unless told `--insecure-open`).
     public var accessTokens: [AccessToken] = []
-    /// Where the line per request goes (`LineLogHandler` in `serve`); by default nowhere.
+    /// Where the server's own lines go (`LineLogHandler` in `serve`); by default nowhere.
     public var logger = Logger(label: "managedstore", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// The line per request (`serve` turns it on unless `--log-requests off`); by default none.
+    public var requestLog: RequestLog?
 
     public init() {}
 }

@@ -3,8 +3,8 @@ import Logging
 import ManagedStore
 
 /// A swift-log handler that writes each entry as one line: logfmt (`--log-format text`) or one
-/// JSON object (`json`). Lines go out with one `write` each, so lines from several threads never
-/// interleave, and nothing is held in a buffer (a container's log shows a line when it happens).
+/// JSON object (`json`). Each line is written whole and at once (a container's log shows a line
+/// when it happens), through the sink the request lines go through, so the order is kept.
 public struct LineLogHandler: LogHandler {
     public enum Format: String, Sendable, CaseIterable {
         case text, json
@@ -21,8 +21,10 @@ public struct LineLogHandler: LogHandler {
         self.write = write
     }
 
+    /// Through the request log's sink, at once: in order with the request lines around it.
     public static let standardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data(line.utf8))
+        LogSink.standardError.append(line)
+        LogSink.standardError.flush()
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import ManagedStore
 
-/// The handler libmicrohttpd calls: it logs and counts every request, and answers for the
+/// The handler libmicrohttpd calls: it counts (and logs, when the request log is on) every request, and answers for the
 /// service while the store is still loading (or migrating) on a background thread. `/v1/healthz`
 /// answers 200 from the moment the port is open; `/v1/readyz` and everything else answer 503
 /// with `Retry-After` until the service is installed, then everything goes to it.
@@ -17,12 +17,15 @@ public final class ServiceFront: HTTPRequestHandler, @unchecked Sendable {
 
     public let metrics: ServiceMetrics
     let logger: Logger
+    /// The line per request, when it is on.
+    let requestLog: RequestLog?
     private let lock = NSLock()
     private var state = State.loading
 
-    public init(metrics: ServiceMetrics = ServiceMetrics(), logger: Logger) {
+    public init(metrics: ServiceMetrics = ServiceMetrics(), logger: Logger, requestLog: RequestLog? = nil) {
         self.metrics = metrics
         self.logger = logger
+        self.requestLog = requestLog
     }
 
     /// The service, once the store is loaded.
@@ -91,16 +94,8 @@ public final class ServiceFront: HTTPRequestHandler, @unchecked Sendable {
     }
 
     public func requestCompleted(_ request: CompletedRequest) {
-        let route = RouteTemplate.of(segments: HTTPRequest.segments(of: request.path))
+        let route = RouteTemplate.of(path: request.path)
         metrics.record(request, route: route)
-        logger.info("request", metadata: [
-            "request_id": .string(request.id),
-            "method": .string(request.method),
-            "route": .string(route),
-            "status": request.status.map { .stringConvertible($0) } ?? .string("none"),
-            "bytes": .stringConvertible(request.bytes),
-            "duration_ms": .stringConvertible((request.seconds * 1e6).rounded() / 1e3),
-            "token": .string(request.notes.tokenName ?? "-"),
-        ])
+        requestLog?.record(request, route: route.text)
     }
 }
