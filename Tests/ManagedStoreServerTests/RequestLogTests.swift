@@ -59,6 +59,8 @@ struct RequestLogTests {
             #expect(Set(fields.keys) == ["time", "level", "msg", "request_id", "method", "route", "status", "bytes", "duration_ms", "token"],
                     "every field, whole: \(line)")
             #expect(fields["msg"] == "request" && fields["method"] == "GET" || fields["request_id"] == "setup")
+            let time = fields["time"].flatMap(RFC3339.date(from:))
+            #expect(time.map { abs($0.timeIntervalSinceNow) < 120 } == true && fields["time"]?.count == 27, "an RFC 3339 time with microseconds: \(line)")
             if let id = fields["request_id"] { seen[id, default: 0] += 1 }
         }
         #expect(seen.filter { $0.value != 1 }.isEmpty, "each request once: \(seen.filter { $0.value != 1 }.prefix(5))")

@@ -74,6 +74,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// SQLite steps a limited fetch in key order may scan before SQLite's own plan takes over
     /// (KeyOrderedFetch.swift); tests lower it to reach that hand-over with little data.
     var keyOrderScanBudget: Int32 = ManagedObjectContext.defaultKeyOrderScanBudget
+    /// Groups of equal sort values a limited descending fetch walks by index before SQLite's own
+    /// plan takes over (GroupedOrderFetch.swift); 0 never walks them (the twin tests' plain path).
+    var groupedOrderBudget = ManagedObjectContext.defaultGroupedOrderBudget
+    /// Fetches that walked groups: the twin tests check that the walk they compare ran.
+    var groupedOrderWalks = 0
 
     /// Who hears of this context's changes and saves (ContextNotification.swift).
     let observers = ContextObservers()

@@ -252,11 +252,16 @@ extension ManagedObjectContext {
     }
 
     /// The rows of `prepared` as `columns`, read with `read` (`key` gives a row's primary key):
-    /// in key order first where that pays (KeyOrderedFetch.swift), otherwise as compiled.
+    /// in key order first where that pays (KeyOrderedFetch.swift), group by group where SQLite
+    /// would sort each group of a descending sort (GroupedOrderFetch.swift), otherwise as compiled.
     private func runSelect<T>(_ prepared: PreparedFetch, columns: String, limit: Int, offset: Int,
                               key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         if fetchesInKeyOrder(prepared, limit: limit, offset: offset) {
             return try runKeyOrdered(prepared, columns: columns, limit: limit, key: key, read: read)
+        }
+        if let (sort, type) = groupedOrderSort(prepared, limit: limit, offset: offset),
+           let rows = try runGroupedOrder(prepared, sort: sort, type: type, columns: columns, limit: limit, key: key, read: read) {
+            return rows
         }
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
         let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)

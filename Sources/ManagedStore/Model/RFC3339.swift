@@ -25,13 +25,28 @@ public enum RFC3339 {
         var seconds = total.rounded(.down)
         var micros = ((total - seconds) * 1_000_000).rounded()
         if micros >= 1_000_000 { seconds += 1; micros -= 1_000_000 }
-        let wholeSeconds = Int64(seconds)
+        return withText(secondsSince1970: Int64(seconds), microseconds: Int64(micros), body)
+    }
+
+    /// The calendar fields of a time given as whole seconds since 1970, in UTC: what a writer
+    /// that puts the digits itself (a log line) needs.
+    public static func fields(secondsSince1970 wholeSeconds: Int64) -> (year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) {
+        let days = floorDiv(wholeSeconds, 86_400)
+        let secondOfDay = wholeSeconds - days * 86_400
+        let (year, month, day) = civilDate(fromDays: days)
+        return (year, month, day, secondOfDay / 3600, secondOfDay % 3600 / 60, secondOfDay % 60)
+    }
+
+    /// The same for a time given as whole seconds since 1970 and microseconds (0 to 999,999):
+    /// what `clock_gettime` gives, without a `Date`.
+    public static func withText<R>(secondsSince1970 wholeSeconds: Int64, microseconds micros: Int64,
+                                   _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         let days = floorDiv(wholeSeconds, 86_400)
         let secondOfDay = wholeSeconds - days * 86_400
         let (year, month, day) = civilDate(fromDays: days)
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { text in
-            writeFields(year: year, month: month, day: day, secondOfDay: secondOfDay, micros: Int64(micros), into: text)
-            guard !(0...9999).contains(year) else {
+            writeFields(year: year, month: month, day: day, secondOfDay: secondOfDay, micros: micros, into: text)
+            if !(0...9999).contains(year) {
                 // Outside RFC 3339's years: the year as it is, then the rest of the fields.
                 let digits = Array(String(year).utf8)
                 for i in 0..<23 { text[32 + i] = text[4 + i] }

@@ -99,6 +99,7 @@ final class SQLiteConnection {
     }
 
     private var sortsForOrderBy: [String: Bool] = [:]
+    private var sortsRightPartOfOrderBy: [String: Bool] = [:]
 
     /// Whether SQLite's plan for `sql` sorts its rows for the ORDER BY (a temporary B-tree)
     /// instead of reading them in order from a table or an index. Plans do not depend on
@@ -110,6 +111,19 @@ final class SQLiteConnection {
         while try statement.step() { sorts = sorts || statement.text(3).contains("TEMP B-TREE FOR ORDER BY") }
         if sortsForOrderBy.count >= Self.statementCacheLimit { sortsForOrderBy.removeAll() }  // bounded like the statements
         sortsForOrderBy[sql] = sorts
+        return sorts
+    }
+
+    /// Whether SQLite's plan for `sql` reads the rows in the order of its first ORDER BY term
+    /// but sorts the rest itself ("USE TEMP B-TREE FOR RIGHT PART OF ORDER BY"): each group of
+    /// equal first terms sorted whole (GroupedOrderFetch.swift). Cached per SQL, as above.
+    func sortsRightPartOfOrderBy(_ sql: String) throws(StoreError) -> Bool {
+        if let known = sortsRightPartOfOrderBy[sql] { return known }
+        let statement = try SQLiteStatement(connection: self, sql: "EXPLAIN QUERY PLAN " + sql)
+        var sorts = false
+        while try statement.step() { sorts = sorts || statement.text(3).contains("TEMP B-TREE FOR RIGHT PART OF ORDER BY") }
+        if sortsRightPartOfOrderBy.count >= Self.statementCacheLimit { sortsRightPartOfOrderBy.removeAll() }
+        sortsRightPartOfOrderBy[sql] = sorts
         return sorts
     }
 

@@ -29,12 +29,15 @@ public struct RequestLog: Sendable {
             var line = LineBytes(storage)
             let json = format == .json
             line.start(json: json)
-            RFC3339.withText(of: Date()) { line.string($0, key: "time", json: json) }
-            line.field("level", "info", json: json)
-            line.field("msg", "request", json: json)
-            line.field("request_id", request.id, json: json)
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            line.time("time", secondsSince1970: Int64(now.tv_sec), microseconds: Int64(now.tv_nsec / 1000), json: json)
+            line.plain("level", "info", json: json)
+            line.plain("msg", "request", json: json)
+            // An ID is letters, digits, `.`, `_` and `-` (RequestID): nothing to escape.
+            line.plain("request_id", request.id, json: json)
             line.field("method", request.method, json: json)
-            line.field("route", route, json: json)
+            line.plain("route", route, json: json)
             if let status = request.status { line.number("status", Int64(status), json: json) } else { line.field("status", "none", json: json) }
             line.number("bytes", Int64(request.bytes), json: json)
             line.milliseconds("duration_ms", microseconds: Int64(min(max(0, request.seconds * 1e6), 1e15).rounded()), json: json)
@@ -58,8 +61,16 @@ struct LineBytes {
         count += 1
     }
 
+    /// Copies `bytes` whole (the line's buffer was sized for the escaped worst case).
+    private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+        precondition(count + bytes.count <= storage.count, "a log line longer than its buffer")
+        (storage.baseAddress! + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
     private mutating func put(_ text: StaticString) {
-        text.withUTF8Buffer { for byte in $0 { put(byte) } }
+        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     mutating func start(json: Bool) { if json { put(UInt8(ascii: "{")) } }
@@ -84,6 +95,40 @@ struct LineBytes {
         first = false
     }
 
+    /// A value known to need no quoting or escaping (a template, an ID, a word): bare in
+    /// logfmt, between quotes in JSON, copied without a look at its bytes.
+    mutating func plain(_ key: StaticString, _ value: String, json: Bool) {
+        self.key(key, json: json)
+        var value = value
+        if json { put(UInt8(ascii: "\"")) }
+        value.withUTF8 { put($0) }
+        if json { put(UInt8(ascii: "\"")) }
+    }
+
+    /// An RFC 3339 time in UTC with microseconds, its digits put here (`RFC3339` makes the
+    /// calendar fields); a year outside four digits through `RFC3339`'s own text.
+    mutating func time(_ key: StaticString, secondsSince1970 seconds: Int64, microseconds: Int64, json: Bool) {
+        let f = RFC3339.fields(secondsSince1970: seconds)
+        guard (0...9999).contains(f.year) else {
+            RFC3339.withText(secondsSince1970: seconds, microseconds: microseconds) { string($0, key: key, json: json) }
+            return
+        }
+        self.key(key, json: json)
+        if json { put(UInt8(ascii: "\"")) }
+        twoDigits(f.year / 100); twoDigits(f.year % 100); put(UInt8(ascii: "-"))
+        twoDigits(f.month); put(UInt8(ascii: "-")); twoDigits(f.day); put(UInt8(ascii: "T"))
+        twoDigits(f.hour); put(UInt8(ascii: ":")); twoDigits(f.minute); put(UInt8(ascii: ":")); twoDigits(f.second)
+        put(UInt8(ascii: "."))
+        twoDigits(microseconds / 10_000); twoDigits(microseconds / 100 % 100); twoDigits(microseconds % 100)
+        put(UInt8(ascii: "Z"))
+        if json { put(UInt8(ascii: "\"")) }
+    }
+
+    private mutating func twoDigits(_ value: Int64) {
+        put(UInt8(truncatingIfNeeded: 48 + value / 10))
+        put(UInt8(truncatingIfNeeded: 48 + value % 10))
+    }
+
     mutating func field(_ key: StaticString, _ value: String, json: Bool) {
         var value = value
         value.withUTF8 { string($0, key: key, json: json) }
@@ -93,12 +138,23 @@ struct LineBytes {
     /// JSON a JSON string.
     mutating func string(_ value: UnsafeBufferPointer<UInt8>, key: StaticString, json: Bool) {
         self.key(key, json: json)
-        let plain = !value.isEmpty && value.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "=") && $0 != UInt8(ascii: "\\") }
-        if plain && !json {
-            for byte in value { put(byte) }
+        // One pass to tell whether the value goes as it is: printable ASCII without `"` or `\`
+        // (and, bare in logfmt, without spaces or `=`).
+        var printable = true, bare = !value.isEmpty
+        for byte in value {
+            if byte < 0x20 || byte >= 0x7F || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { printable = false; bare = false; break }
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "=") { bare = false }
+        }
+        if bare && !json {
+            put(value)
             return
         }
         put(UInt8(ascii: "\""))
+        if printable {
+            put(value)
+            put(UInt8(ascii: "\""))
+            return
+        }
         for byte in value {
             switch byte {
             case UInt8(ascii: "\""): put("\\\"")
