@@ -60,6 +60,14 @@ def wait_ready(url, seconds=60):
     sys.exit(f"alternate: {url} did not answer")
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds the process has used (its threads included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
 class Process:
     """A server process, stopped (SIGTERM, then SIGKILL) when done."""
 
@@ -95,6 +103,8 @@ class Bench:
     def __init__(self, args, work):
         self.args = args
         self.work = work
+        # (scenario, name) -> [(user µs, system µs) per request], a pair per round.
+        self.cpu = {}
         env_tasks = str(args.tasks)
         os.environ["TASKS"] = env_tasks
         os.environ["WRK_THREADS"] = "2"
@@ -132,6 +142,16 @@ class Bench:
     def extra(self, name):
         return dict((n, a[1:]) for n, a in self.args.config)[name]
 
+    def measured(self, name, scenario, process, run, whole=False):
+        """Runs `run` (a wrk run), noting the server's user and system CPU microseconds per request."""
+        user0, system0 = cpu_seconds(process.process.pid)
+        result = run()
+        user1, system1 = cpu_seconds(process.process.pid)
+        requests = result[2]
+        if requests:
+            self.cpu.setdefault((scenario, name), []).append(((user1 - user0) * 1e6 / requests, (system1 - system0) * 1e6 / requests))
+        return result if whole else result[0]
+
     def ceiling(self, scenario):
         seconds, connections = self.args.seconds, 64
         if scenario == "get":
@@ -139,7 +159,7 @@ class Bench:
             process = Process([os.path.join(self.work, "ceiling"), str(port), "4"], os.path.join(self.work, "ceiling.log"))
             wait_ready(f"http://127.0.0.1:{port}/")
             try:
-                return wrk(f"http://127.0.0.1:{port}/", seconds, connections)[0]
+                return self.measured("ceiling", scenario, process, lambda: wrk(f"http://127.0.0.1:{port}/", seconds, connections))
             finally:
                 process.stop()
         if scenario == "post":
@@ -148,7 +168,7 @@ class Bench:
                               os.path.join(self.work, "write_ceiling.log"))
             wait_ready(f"http://127.0.0.1:{port}/")
             try:
-                return wrk(f"http://127.0.0.1:{port}", seconds, connections, "post_insert.lua")[0]
+                return self.measured("ceiling", scenario, process, lambda: wrk(f"http://127.0.0.1:{port}", seconds, connections, "post_insert.lua"))
             finally:
                 process.stop()
         if scenario == "ndjson":
@@ -165,9 +185,9 @@ class Bench:
         try:
             seconds = self.args.seconds
             if scenario == "get":
-                rate, bad, _ = wrk(base, seconds, 64, "get_random.lua")
+                rate, bad, _ = self.measured(name, scenario, process, lambda: wrk(base, seconds, 64, "get_random.lua"), whole=True)
             elif scenario == "post":
-                rate, bad, _ = wrk(base, seconds, 64, "post_insert.lua")
+                rate, bad, _ = self.measured(name, scenario, process, lambda: wrk(base, seconds, 64, "post_insert.lua"), whole=True)
             elif scenario == "patch":
                 rate, bad, total = wrk(base, seconds, 64, "patch_ifmatch.lua")
                 bad = 0  # 409s are answers too (two requests of one thread on one object)
@@ -225,12 +245,12 @@ def main():
             rounds.append(result)
             line = "; ".join(f"{s}: " + ", ".join(f"{k} {v:,.0f}" for k, v in r.items() if v is not None) for s, r in result.items())
             print(f"round {round_index + 1}: {line}", file=sys.stderr)
-        report(args, configs, rounds)
+        report(args, configs, rounds, bench.cpu)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(args, configs, rounds):
+def report(args, configs, rounds, cpu):
     summary = {}
     print(f"{args.rounds} alternating rounds of {args.seconds}s each (wrk -t2 -c64), medians; ratios are per round, then the median")
     print()
@@ -250,6 +270,14 @@ def report(args, configs, rounds):
             cells += ["-"] + ["-" for _ in configs]
         print(f"| {scenario} | " + " | ".join(cells) + " |")
         summary[scenario] = row
+    if cpu:
+        print()
+        print("Server CPU per request (median over the rounds; the ceilings' too), microseconds:")
+        print()
+        print("| scenario | server | user µs | system µs |")
+        print("|---|---|---:|---:|")
+        for (scenario, name), pairs in sorted(cpu.items()):
+            print(f"| {scenario} | {name} | {statistics.median(p[0] for p in pairs):.1f} | {statistics.median(p[1] for p in pairs):.1f} |")
     if len(configs) > 1:
         first = configs[0][0]
         print()

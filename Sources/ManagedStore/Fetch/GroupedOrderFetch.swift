@@ -57,16 +57,23 @@ extension ManagedObjectContext {
         let bindings = query.bindings
         let value = query.expression(sort.keyPath)
         let from = query.fromClause
+        // The predicate again, its terms on the sort's attribute written so that SQLite does not
+        // pick them for the index: where a statement below bounds the attribute itself (`= ?`,
+        // `< ?`), that bound must choose the index range, or SQLite scans the whole group of a
+        // range the predicate gives (`priority >= 4`) in place of seeking one value.
+        var filtering = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        if case .attribute(let entity, let index) = sort.keyPath.terminal { filtering.unindexedAttribute = (entity, index) }
+        let filter = prepared.predicate.map { filtering.condition($0) } ?? "1"
         let direction = sort.ascending ? "ASC" : "DESC"
         let next = bindings.count + 1  // the first parameter after the predicate's
         // The first value of the walk, and the next one after a value, in the sort's direction.
         let firstValueSQL = "SELECT \(value) FROM \(from) WHERE (\(condition)) AND \(value) IS NOT NULL ORDER BY \(value) \(direction) LIMIT 1"
-        let nextValueSQL = "SELECT \(value) FROM \(from) WHERE (\(condition)) AND \(value) \(sort.ascending ? ">" : "<") ?\(next) "
+        let nextValueSQL = "SELECT \(value) FROM \(from) WHERE (\(filter)) AND \(value) \(sort.ascending ? ">" : "<") ?\(next) "
             + "ORDER BY \(value) \(direction) LIMIT 1"
         // A group's rows after a key, in key order.
-        let groupSQL = "SELECT \(columns) FROM \(from) WHERE (\(condition)) AND \(value) = ?\(next) AND t0.\"_pk\" > ?\(next + 1) "
+        let groupSQL = "SELECT \(columns) FROM \(from) WHERE (\(filter)) AND \(value) = ?\(next) AND t0.\"_pk\" > ?\(next + 1) "
             + "ORDER BY t0.\"_pk\" LIMIT ?\(next + 2)"
-        let nullGroupSQL = "SELECT \(columns) FROM \(from) WHERE (\(condition)) AND \(value) IS NULL AND t0.\"_pk\" > ?\(next) "
+        let nullGroupSQL = "SELECT \(columns) FROM \(from) WHERE (\(filter)) AND \(value) IS NULL AND t0.\"_pk\" > ?\(next) "
             + "ORDER BY t0.\"_pk\" LIMIT ?\(next + 1)"
         let limits = prepared.limits()
         let budget = groupedOrderBudget

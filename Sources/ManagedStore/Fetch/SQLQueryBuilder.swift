@@ -12,6 +12,9 @@ struct SQLQueryBuilder {
     let model: ManagedObjectModel
     let root: Entity
     private(set) var bindings: [AttributeValue] = []
+    /// An attribute of the root whose terms in the predicate must not steer SQLite's choice of
+    /// index (GroupedOrderFetch.swift: its own equality on that attribute must).
+    var unindexedAttribute: (entity: Int, attribute: Int)?
 
     private struct Scope {
         var joins: [String] = []
@@ -76,7 +79,10 @@ struct SQLQueryBuilder {
     private func terminalExpression(_ terminal: ResolvedKeyPath.Terminal, at alias: String) -> String {
         switch terminal {
         case let .attribute(e, a):
-            return "\(alias).\(quoteIdentifier(model.schema[e].attributes[a].name))"
+            let column = "\(alias).\(quoteIdentifier(model.schema[e].attributes[a].name))"
+            // Unary plus: the same value, which SQLite's planner does not use to choose an index.
+            if alias == "t0", let unindexed = unindexedAttribute, unindexed == (e, a) { return "+" + column }
+            return column
         case let .toOne(e, r):
             let relationship = model.schema[e].relationships[r]
             switch relationship.storage {
