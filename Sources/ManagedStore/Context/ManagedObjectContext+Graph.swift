@@ -40,9 +40,7 @@ extension ManagedObjectContext {
             }
         } else if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
-                let keys = try readStore { connection in
-                    try RowSQL.relatedKeys(connection, entity: entity, relationship: r, pk: pk)
-                }
+                let keys = try readStore { session in try session.destinationKeys(of: entity, relationship: r, key: pk) }
                 stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })
             } catch {
                 preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name): \(error)")

@@ -103,7 +103,7 @@ extension ManagedObjectContext {
     /// pinned to a query generation moves to the current one first.
     public func mergeChanges(fromContextDidSave saved: SavedChanges) {
         assertOnQueue()
-        precondition(snapshotConnection == nil, "mergeChanges inside performInSnapshot: merge after the block")
+        precondition(snapshotSession == nil, "mergeChanges inside performInSnapshot: merge after the block")
         advancePinnedGeneration()
         let observed = observers.isObserved
         for id in saved.deleted {

@@ -24,7 +24,7 @@ extension ManagedObjectContext {
     @discardableResult
     public func save(mergePolicy: MergePolicy? = nil) throws(SaveError) -> SavedChanges {
         assertOnQueue()
-        precondition(snapshotConnection == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
+        precondition(snapshotSession == nil, "save() inside performInSnapshot: the snapshot is read-only; save after the block")
         if parent != nil { return try saveIntoParent() }
         tellWillSave()
         guard let pinned = pinnedGeneration else {
@@ -117,8 +117,8 @@ extension ManagedObjectContext {
     /// The conflict records of the objects `ids` (their stored versions are not the base ones).
     private func mergeConflicts(_ ids: [ManagedObjectID]) throws(SaveError) -> [MergeConflict] {
         do {
-            return try readStore { connection in
-                try ids.compactMap { id throws -> MergeConflict? in try lookup(id).map { try mergeConflict(for: $0, connection) } }
+            return try readStore { session in
+                try ids.compactMap { id throws -> MergeConflict? in try lookup(id).map { try mergeConflict(for: $0, session) } }
             }
         } catch {
             throw .store(StoreError(wrapping: error))

@@ -66,19 +66,29 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// What each pending delete did to other objects (`delete(_:)`), by deleted object.
     @exclusivity(unchecked) var deletionEffects: [ObjectIdentifier: DeletionEffects] = [:]
 
-    /// The connection of a `performInSnapshot` block in progress: every read uses it.
-    @exclusivity(unchecked) var snapshotConnection: SQLiteConnection?
+    /// The read session of a `performInSnapshot` block in progress: every read uses it.
+    @exclusivity(unchecked) var snapshotSession: (any StoreReadSession)?
     /// The query generation the context is pinned to (`setQueryGenerationFrom`), if any:
     /// every read outside a save uses its snapshot.
     @exclusivity(unchecked) var pinnedGeneration: QueryGenerationToken?
-    /// SQLite steps a limited fetch in key order may scan before SQLite's own plan takes over
-    /// (KeyOrderedFetch.swift); tests lower it to reach that hand-over with little data.
-    var keyOrderScanBudget: Int32 = ManagedObjectContext.defaultKeyOrderScanBudget
-    /// Groups of equal sort values a limited descending fetch walks by index before SQLite's own
-    /// plan takes over (GroupedOrderFetch.swift); 0 never walks them (the twin tests' plain path).
-    var groupedOrderBudget = ManagedObjectContext.defaultGroupedOrderBudget
+    /// The knobs of the store's fetch plans for this context, and their counters.
+    let fetchTuning = FetchTuning()
+    /// Rows a limited fetch in key order may scan before the store's own plan takes over;
+    /// tests lower it to reach that hand-over with little data.
+    var keyOrderScanBudget: Int32 {
+        get { fetchTuning.keyOrderScanBudget }
+        set { fetchTuning.keyOrderScanBudget = newValue }
+    }
+    /// Groups of equal sort values a limited descending fetch walks before the store's own plan
+    /// takes over; 0 never walks them (the twin tests' plain path).
+    var groupedOrderBudget: Int {
+        get { fetchTuning.groupedOrderBudget }
+        set { fetchTuning.groupedOrderBudget = newValue }
+    }
     /// Fetches that walked groups: the twin tests check that the walk they compare ran.
-    var groupedOrderWalks = 0
+    var groupedOrderWalks: Int { fetchTuning.groupedOrderWalks }
+    static let defaultKeyOrderScanBudget = FetchTuning.defaultKeyOrderScanBudget
+    static let defaultGroupedOrderBudget = FetchTuning.defaultGroupedOrderBudget
 
     /// Who hears of this context's changes and saves (ContextNotification.swift).
     let observers = ContextObservers()
@@ -356,22 +366,22 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// sees the parent's state at that moment.
     public func performInSnapshot<T>(_ body: () throws -> T) throws -> T {
         assertOnQueue()
-        if snapshotConnection != nil || parent != nil { return try body() }
-        if let pinned = pinnedGeneration?.snapshot { return try pinned.read { connection in try inSnapshot(on: connection, body) } }
-        return try coordinator.read(throughWriter: readsThroughWriter) { connection in try inSnapshot(on: connection, body) }
+        if snapshotSession != nil || parent != nil { return try body() }
+        if let pinned = pinnedGeneration?.snapshot { return try pinned.read { session in try inSnapshot(on: session, body) } }
+        return try coordinator.read(throughWriter: readsThroughWriter) { session in try inSnapshot(on: session, body) }
     }
 
-    /// Runs `body` with every read of the context on `connection`, which is in a read transaction.
-    func inSnapshot<T>(on connection: SQLiteConnection, _ body: () throws -> T) rethrows -> T {
-        snapshotConnection = connection
-        defer { snapshotConnection = nil }
+    /// Runs `body` with every read of the context on `session`, one snapshot of the store.
+    func inSnapshot<T>(on session: any StoreReadSession, _ body: () throws -> T) rethrows -> T {
+        snapshotSession = session
+        defer { snapshotSession = nil }
         return try body()
     }
 
-    /// Runs one read on the snapshot in progress, the pinned query generation, or a
-    /// connection of its own.
-    func readStore<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        if let snapshotConnection { return try body(snapshotConnection) }
+    /// Runs one read on the snapshot in progress, the pinned query generation, or a session of
+    /// its own.
+    func readStore<T>(_ body: (any StoreReadSession) throws -> T) throws -> T {
+        if let snapshotSession { return try body(snapshotSession) }
         if let pinned = pinnedGeneration?.snapshot { return try pinned.read(body) }
         return try coordinator.read(throughWriter: readsThroughWriter, body)
     }
@@ -402,7 +412,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             if parent != nil { return try loadFaultFromParent(object) }
             guard let pk = object.objectID.primaryKey else { return }
             do {
-                row = try readStore { connection in try RowSQL.loadRow(connection, entity: object.entity, pk: pk) }
+                row = try readStore { session in try session.row(of: object.entity, key: pk) }
             } catch {
                 throw .store(StoreError(wrapping: error))
             }
@@ -541,7 +551,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             guard refreshFromParent(object) else { return }
         } else {
             let row: StoredRow?
-            do { row = try readStore { try RowSQL.loadRow($0, entity: object.entity, pk: object.objectID.primaryKey!) } } catch {
+            do { row = try readStore { try $0.row(of: object.entity, key: object.objectID.primaryKey!) } } catch {
                 preconditionFailure("refresh: could not read \(object.objectID): \(error)")
             }
             guard let row else { markInaccessible(object); return }

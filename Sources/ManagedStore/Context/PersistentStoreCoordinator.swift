@@ -55,10 +55,16 @@ public final class PersistentStoreCoordinator: Sendable {
         }
         (self.storeIdentifier, self.appliedMigration) = try StoreOpening.prepare(
             connection, model: model, path: path, infersMigration: store.shouldInferMappingModelAutomatically)
+        connection.model = model
+        connection.storeIdentifier = storeIdentifier
         self.writer = SerializedConnection(connection)
         var readers: [SQLiteConnection?] = []
         for _ in 0..<store.readerCount {
-            readers.append(store.location == .inMemory ? nil : try Self.openReader(path: path, store: store))
+            guard store.location != .inMemory else { readers.append(nil); continue }
+            let reader = try Self.openReader(path: path, store: store)
+            reader.model = model
+            reader.storeIdentifier = storeIdentifier
+            readers.append(reader)
         }
         self.readers = ReaderPool(readers)
     }

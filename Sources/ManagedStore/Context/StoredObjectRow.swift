@@ -6,58 +6,37 @@
 /// noncopyable and lent `borrowing`, it cannot be kept past the closure.
 public struct StoredObjectRow: ~Copyable {
     public let objectID: ManagedObjectID
-    let statement: SQLiteStatement
-    let connection: SQLiteConnection
+    let source: any StoredRowSource
     let entity: Entity
     let coordinator: PersistentStoreCoordinator
 
     /// The row's version: 1 when inserted, one more on every saved change (`ManagedObject.version`).
-    public var version: Int64 { statement.int64(1) }
+    public var version: Int64 { source.version }
 
     /// The value of the attribute at `index` in `EntityDescription.attributes`.
-    public func value(ofAttributeAt index: Int) -> AttributeValue {
-        statement.value(Int32(2 + index), as: entity.attributes[index].type)
-    }
+    public func value(ofAttributeAt index: Int) -> AttributeValue { source.value(ofAttributeAt: index) }
 
     /// Writes the value of the attribute at `index` as `JSONWriter.write(_:)` writes
     /// `value(ofAttributeAt:)`, reading text and numbers straight from the row.
     public func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) {
-        let column = Int32(2 + index)
-        if statement.isNull(column) { return writer.writeRaw("null") }
-        switch entity.attributes[index].type {
-        case .string: statement.withText(column) { writer.writeString(utf8: $0) }
-        case .integer16, .integer32, .integer64: writer.writeInteger(statement.int64(column))
-        case .boolean: writer.writeRaw(statement.int64(column) != 0 ? "true" : "false")
-        default: writer.write(value(ofAttributeAt: index))
-        }
+        source.writeJSON(ofAttributeAt: index, into: &writer)
     }
 
     /// The destination of the to-one relationship at `index` in `EntityDescription.relationships`,
     /// or nil when it has none.
     public func destination(ofToOneAt index: Int) throws -> ManagedObjectID? {
         precondition(!entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-many")
-        if let column = entity.foreignKeyColumn[index] {
-            guard let pk = statement.optionalInt64(column) else { return nil }
-            return destinationID(index, pk)
-        }
+        if let stored = source.storedForeignKey(ofRelationship: index) { return stored.map { destinationID(index, $0) } }
         // The other side holds the key (a one-to-one whose inverse owns it).
         var found: ManagedObjectID?
-        try forEachDestinationKey(index) { found = destinationID(index, $0) }
+        try source.forEachDestinationKey(ofRelationship: index) { found = destinationID(index, $0) }
         return found
     }
 
     /// Calls `body` with each destination of the to-many relationship at `index`, in key order.
     public func forEachDestination(ofToManyAt index: Int, _ body: (ManagedObjectID) throws -> Void) throws {
         precondition(entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-one")
-        try forEachDestinationKey(index) { try body(destinationID(index, $0)) }
-    }
-
-    private func forEachDestinationKey(_ index: Int, _ body: (Int64) throws -> Void) throws {
-        // Another statement on the same connection, so in the same read snapshot as the row.
-        let keys = try connection.cachedStatement(entity.relatedKeysSQL[index])
-        defer { keys.reset(clearingBindings: false) }
-        keys.bind(statement.int64(0), at: 1)
-        while try keys.step() { try body(keys.int64(0)) }
+        try source.forEachDestinationKey(ofRelationship: index) { try body(destinationID(index, $0)) }
     }
 
     private func destinationID(_ index: Int, _ pk: Int64) -> ManagedObjectID {
@@ -93,12 +72,10 @@ extension ManagedObjectContext {
         }
         guard let pk = id.primaryKey else { return }
         let entity = coordinator.model.schema[index]
-        try readStore { connection in
-            let statement = try connection.cachedStatement(entity.loadRowSQL)
-            defer { statement.reset(clearingBindings: false) }
-            statement.bind(pk, at: 1)
-            guard try statement.step() else { return }
-            try body(StoredObjectRow(objectID: id, statement: statement, connection: connection, entity: entity, coordinator: coordinator))
+        try readStore { session in
+            try session.visitRow(of: entity, key: pk) { source in
+                try body(StoredObjectRow(objectID: id, source: source, entity: entity, coordinator: coordinator))
+            }
         }
     }
 }

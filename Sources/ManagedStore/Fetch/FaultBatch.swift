@@ -80,9 +80,9 @@ extension ManagedObjectContext {
     private func loadRows(of objects: [ManagedObject]) throws(ContextError) {
         let byEntity = Dictionary(grouping: objects, by: { $0.entity.index })
         do {
-            try readStore { connection in
+            try readStore { session in
                 for (_, group) in byEntity {
-                    let rows = try RowSQL.loadRows(connection, entity: group[0].entity, pks: group.compactMap(\.objectID.primaryKey))
+                    let rows = try session.rows(of: group[0].entity, keys: group.compactMap(\.objectID.primaryKey))
                     for object in group where object.isFault {
                         if let row = object.objectID.primaryKey.flatMap({ rows[$0] }) { object.prefetchedRow = row } else { markInaccessible(object) }
                     }

@@ -18,18 +18,15 @@ private enum SortGroup {
     case value(AttributeValue), null, done
 }
 
-extension ManagedObjectContext {
-    /// Groups walked before SQLite's own plan takes over.
-    static let defaultGroupedOrderBudget = 8
-
+extension SQLiteFetch {
     /// The sort `runGroupedOrder` would walk: one sort key, an attribute of the fetched entity
     /// of a type whose stored value reads back exactly, without folding options; a limit and no
     /// offset; not on the writer's connection (a stopped statement there would be inside a group
-    /// commit).
-    func groupedOrderSort(_ prepared: PreparedFetch, limit: Int, offset: Int) -> (ResolvedSort, AttributeType)? {
-        guard groupedOrderBudget > 0, prepared.sorts.count == 1, let sort = prepared.sorts.first, sort.options.isEmpty,
+    /// commit). The walk takes at most `FetchTuning.groupedOrderBudget` groups.
+    var groupedOrderSort: (ResolvedSort, AttributeType)? {
+        guard fetch.tuning.groupedOrderBudget > 0, prepared.sorts.count == 1, let sort = prepared.sorts.first, sort.options.isEmpty,
               sort.keyPath.steps.isEmpty, case .attribute(_, let index) = sort.keyPath.terminal,
-              limit > 0, offset == 0, !readsThroughWriter else { return nil }
+              fetch.limit > 0, fetch.offset == 0, !fetch.onWriter else { return nil }
         let type = prepared.entity.attributes[index].type
         switch type {
         case .integer16, .integer32, .integer64, .boolean, .double, .float, .date, .string: return (sort, type)
@@ -39,20 +36,21 @@ extension ManagedObjectContext {
 
     /// The rows of `prepared` (at most `limit`), walked group by group when SQLite's plan would
     /// sort the groups itself; nil when it would not (the caller runs the plain statement).
-    func runGroupedOrder<T>(_ prepared: PreparedFetch, sort: ResolvedSort, type: AttributeType, columns: String, limit: Int,
+    func runGroupedOrder<T>(sort: ResolvedSort, type: AttributeType, columns: String,
                             key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T]? {
-        var plain = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let plainSQL = selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
+        let limit = fetch.limit
+        var plain = SQLQueryBuilder(model: model, root: prepared.entity)
+        let plainSQL = Self.selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
         let sortsGroups: Bool
         do {
-            sortsGroups = try readStore { connection in try connection.sortsRightPartOfOrderBy(plainSQL) }
+            sortsGroups = try connection.sortsRightPartOfOrderBy(plainSQL)
         } catch {
             throw Self.fetchError(error, sql: plainSQL, prepared: prepared, limits: prepared.limits())
         }
         guard sortsGroups else { return nil }
-        groupedOrderWalks += 1
+        fetch.tuning.groupedOrderWalks += 1
 
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: prepared.entity)
         let condition = prepared.predicate.map { query.condition($0) } ?? "1"
         let bindings = query.bindings
         let value = query.expression(sort.keyPath)
@@ -61,7 +59,7 @@ extension ManagedObjectContext {
         // pick them for the index: where a statement below bounds the attribute itself (`= ?`,
         // `< ?`), that bound must choose the index range, or SQLite scans the whole group of a
         // range the predicate gives (`priority >= 4`) in place of seeking one value.
-        var filtering = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        var filtering = SQLQueryBuilder(model: model, root: prepared.entity)
         if case .attribute(let entity, let index) = sort.keyPath.terminal { filtering.unindexedAttribute = (entity, index) }
         let filter = prepared.predicate.map { filtering.condition($0) } ?? "1"
         let direction = sort.ascending ? "ASC" : "DESC"
@@ -76,10 +74,11 @@ extension ManagedObjectContext {
         let nullGroupSQL = "SELECT \(columns) FROM \(from) WHERE (\(filter)) AND \(value) IS NULL AND t0.\"_pk\" > ?\(next) "
             + "ORDER BY t0.\"_pk\" LIMIT ?\(next + 1)"
         let limits = prepared.limits()
-        let budget = groupedOrderBudget
+        let budget = fetch.tuning.groupedOrderBudget
+        let connection = self.connection, prepared = self.prepared
 
         do {
-            return try readStore { connection in
+            return try { () throws -> [T] in
                 try connection.withLimits(limits) { () throws(StoreError) -> [T] in
                     var rows: [T] = []
                     func bindPredicate(_ statement: SQLiteStatement) {
@@ -152,11 +151,11 @@ extension ManagedObjectContext {
                     }
                     var rest = prepared
                     rest.after = FetchCursor(fingerprint: "", values: [lastValue], primaryKey: key(last))
-                    var restQuery = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-                    let restSQL = selectSQL(rest, columns: columns, query: &restQuery, limit: limit - rows.count, offset: 0)
+                    var restQuery = SQLQueryBuilder(model: model, root: prepared.entity)
+                    let restSQL = Self.selectSQL(rest, columns: columns, query: &restQuery, limit: limit - rows.count, offset: 0)
                     return rows + (try Self.plainRows(connection, restSQL, restQuery.bindings, read))
                 }
-            }
+            }()
         } catch {
             throw Self.fetchError(error, sql: groupSQL, prepared: prepared, limits: limits)
         }

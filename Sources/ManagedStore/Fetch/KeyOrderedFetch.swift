@@ -11,45 +11,43 @@ import CSQLite
 // plan reads rows in key order already (an index whose equality terms leave them in key
 // order, or a scan of the table), it runs alone: it stops at the limit by itself.
 
-extension ManagedObjectContext {
-    /// SQLite virtual-machine steps the key-order scan may take: about a thousand rows of a
-    /// simple predicate, a fraction of a millisecond, which is what a fetch whose matches are
-    /// rare pays before its index plan takes over.
-    static let defaultKeyOrderScanBudget: Int32 = 20_000
-
+extension SQLiteFetch {
     /// Whether `runKeyOrdered` applies: ordered by key alone, a limit and no offset, and a
     /// predicate (without one, SQLite already scans in key order and stops at the limit). Not
     /// on the writer's connection: a stopped statement there would be inside a group commit.
-    func fetchesInKeyOrder(_ prepared: PreparedFetch, limit: Int, offset: Int) -> Bool {
-        prepared.sorts.isEmpty && prepared.predicate != nil && limit > 0 && offset == 0 && !readsThroughWriter
+    /// (The scan's budget, `FetchTuning.keyOrderScanBudget`, is about a thousand rows of a
+    /// simple predicate: what a fetch whose matches are rare pays before its index plan takes over.)
+    var fetchesInKeyOrder: Bool {
+        prepared.sorts.isEmpty && prepared.predicate != nil && fetch.limit > 0 && fetch.offset == 0 && !fetch.onWriter
     }
 
-    /// The rows of `prepared` (ordered by key, at most `limit`), read with `read`; `key` gives
+    /// The rows of the fetch (ordered by key, at most its limit), read with `read`; `key` gives
     /// a row's primary key.
-    func runKeyOrdered<T>(_ prepared: PreparedFetch, columns: String, limit: Int,
-                          key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let condition = whereCondition(prepared, &query)
+    func runKeyOrdered<T>(columns: String, key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
+        let limit = fetch.limit
+        var query = SQLQueryBuilder(model: model, root: prepared.entity)
+        let condition = Self.whereCondition(prepared, &query)
         let order = query.orderBy([])
         let bindings = query.bindings
         let plainSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
         let sorts: Bool
         do {
-            sorts = try readStore { connection in try connection.sortsForOrderBy(plainSQL) }
+            sorts = try connection.sortsForOrderBy(plainSQL)
         } catch {
             throw Self.fetchError(error, sql: plainSQL, prepared: prepared, limits: prepared.limits())
         }
-        if !sorts { return try runQuery(plainSQL, bindings, prepared, read) }
+        if !sorts { return try run(plainSQL, bindings, read) }
         let scanSQL = "SELECT \(columns) FROM \(query.fromClauseScanningInKeyOrder) WHERE \(condition) ORDER BY \(order) LIMIT \(limit)"
         // The plain query's LIMIT, written out: SQLite weighs a literal LIMIT when it
         // chooses between scanning in key order and an index (a bound one it cannot see), and
         // stepping stops once the page is full.
         let restSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE (\(condition)) AND t0.\"_pk\" > ?\(bindings.count + 1) "
             + "ORDER BY \(order) LIMIT \(limit)"
-        let scanLimits = prepared.limits(steps: keyOrderScanBudget)
+        let scanLimits = prepared.limits(steps: fetch.tuning.keyOrderScanBudget)
         let restLimits = prepared.limits()
+        let connection = self.connection
         do {
-            return try readStore { connection in
+            return try { () throws -> [T] in
                 var rows: [T] = []
                 do throws(StoreError) {
                     try connection.withLimits(scanLimits) { () throws(StoreError) in
@@ -72,7 +70,7 @@ extension ManagedObjectContext {
                     }
                 }
                 return rows
-            }
+            }()
         } catch {
             let limits = scanLimits.deadlinePassed ? scanLimits : restLimits
             throw Self.fetchError(error, sql: scanSQL, prepared: prepared, limits: limits)

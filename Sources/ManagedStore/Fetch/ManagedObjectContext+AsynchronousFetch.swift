@@ -55,11 +55,11 @@ final class AsynchronousFetchRun: @unchecked Sendable {
     private var prepared: PreparedFetch?
     private var found: [ManagedObjectID] = []
     private var total = 0
-    /// For a context that reads a store file: a read-only connection of the fetch's own, in one
-    /// read transaction from the first turn to the last, and the fetch's one statement, stepped
-    /// a page per turn. SQLite sorts once, and every page sees the same snapshot.
-    private var connection: SQLiteConnection?
-    private var statement: SQLiteStatement?
+    /// For a context that reads a store that keeps snapshots: a snapshot of the fetch's own, from
+    /// the first turn to the last, and the fetch's keys read from it a page per turn. The store
+    /// sorts once, and every page sees the same snapshot.
+    private var snapshot: (any StoreSnapshot)?
+    private var stream: (any StoreKeyStream)?
     /// Otherwise (an in-memory store, a context reading through the writer or pinned to a
     /// query generation): each page is a query of its own, after this cursor, skipping
     /// `offset` objects (the request's own offset, on the first page only), for at most
@@ -115,19 +115,10 @@ final class AsynchronousFetchRun: @unchecked Sendable {
         next = request.fetchRequest.after
         offset = request.fetchRequest.fetchOffset
         remaining = request.fetchRequest.fetchLimit > 0 ? request.fetchRequest.fetchLimit : Int.max
-        if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter
-            && context.coordinator.storeDescription.location != .inMemory {
-            do {
-                let opened = try context.coordinator.openReaderConnection()
-                try opened.cachedStatement("BEGIN DEFERRED").execute()
-                connection = opened
-                let (sql, bindings) = context.keysSQL(prepared, limit: request.fetchRequest.fetchLimit, offset: offset)
-                let statement = try SQLiteStatement(connection: opened, sql: sql)
-                for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
-                self.statement = statement
-            } catch {
-                throw ManagedObjectContext.fetchError(error, sql: "BEGIN", prepared: prepared, limits: prepared.limits())
-            }
+        if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter,
+           let snapshot = context.coordinator.makeSnapshot() {
+            self.snapshot = snapshot
+            stream = try snapshot.openKeyStream(context.storeFetch(prepared, limit: request.fetchRequest.fetchLimit, offset: offset))
         }
         total = try inSnapshot { () throws(FetchError) in try context.count(for: request.fetchRequest) }
         report(FetchProgress(completedCount: 0, totalCount: total))
@@ -137,20 +128,11 @@ final class AsynchronousFetchRun: @unchecked Sendable {
 
     /// Reads one page into `found`; false when the result is complete.
     private func readPage(_ prepared: PreparedFetch) throws(FetchError) -> Bool {
-        if let connection, let statement {
+        if let stream {
             let entity = prepared.entity.name, store = context.coordinator.storeIdentifier
-            let limits = prepared.limits()
-            do {
-                return try connection.withLimits(limits) { () throws(StoreError) -> Bool in
-                    for _ in 0..<request.pageSize {
-                        guard try statement.step() else { return false }
-                        found.append(ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent(statement.int64(0))))
-                    }
-                    return true
-                }
-            } catch {
-                throw ManagedObjectContext.fetchError(error, sql: "(asynchronous fetch)", prepared: prepared, limits: limits)
-            }
+            let keys = try stream.next(request.pageSize)
+            found += keys.map { ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent($0)) }
+            return keys.count == request.pageSize
         }
         if context.parent != nil {
             // A child's result comes from its parent, which holds no snapshot to page through.
@@ -171,9 +153,9 @@ final class AsynchronousFetchRun: @unchecked Sendable {
 
     /// Runs `body` with the context reading the fetch's snapshot, when it has one.
     private func inSnapshot<T>(_ body: () throws(FetchError) -> T) throws(FetchError) -> T {
-        guard let connection else { return try body() }
+        guard let snapshot else { return try body() }
         do {
-            return try context.inSnapshot(on: connection) { () throws(FetchError) in try body() }
+            return try snapshot.read { session in try context.inSnapshot(on: session) { () throws(FetchError) in try body() } }
         } catch {
             if let fetchError = error as? FetchError { throw fetchError }
             throw .store(StoreError(wrapping: error))
@@ -186,35 +168,19 @@ final class AsynchronousFetchRun: @unchecked Sendable {
     }
 
     private func finish(_ result: Result<[ManagedObjectID], FetchError>) {
-        // Ends the read transaction: the WAL may be emptied past it again.
-        statement = nil
-        if let connection, connection.isInTransaction { try? connection.cachedStatement("COMMIT").execute() }
-        connection = nil
+        // Ends the snapshot: the store may let go of what it kept for it.
+        stream = nil
+        snapshot = nil
         completion(context, result)
     }
 }
 
 extension ManagedObjectContext {
-    /// The SQL selecting the primary keys of the saved matches of `prepared`, in its order.
-    func keysSQL(_ prepared: PreparedFetch, limit: Int, offset: Int) -> (String, [AttributeValue]) {
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let sql = selectSQL(prepared, columns: "t0.\"_pk\"", query: &query, limit: limit, offset: offset)
-        return (sql, query.bindings)
-    }
-
     /// Saved matches of `prepared` (its cursor, predicate and order; pending changes not
     /// counted): at most `limit` after skipping `offset`, and the cursor after the last of them.
     func storedPage(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> ([ManagedObjectID], FetchCursor?) {
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let model = coordinator.model
-        let types = prepared.sorts.map { sort -> AttributeType in
-            guard case let .attribute(e, a) = sort.keyPath.terminal else { return .string }  // prepare() allows attributes only
-            return model.schema[e].attributes[a].type
-        }
-        let columns = (["t0.\"_pk\""] + prepared.sorts.map { query.expression($0.keyPath) }).joined(separator: ", ")
-        let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)
-        let rows = try runQuery(sql, query.bindings, prepared) { statement in
-            (statement.int64(0), types.enumerated().map { statement.value(Int32($0.offset + 1), as: $0.element) })
+        let rows = try readFetch(storeFetch(prepared, limit: limit, offset: offset)) { session, fetch throws(FetchError) in
+            try session.fetchKeysAndSortValues(fetch)
         }
         let entity = prepared.entity.name, store = coordinator.storeIdentifier
         let ids = rows.map { ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent($0.0)) }

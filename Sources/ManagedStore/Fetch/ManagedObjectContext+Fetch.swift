@@ -15,9 +15,6 @@ struct PreparedFetch {
     /// When the fetch must stop (`DispatchTime.uptimeNanoseconds`), from the request's timeout.
     var deadline: UInt64?
 
-    /// Limits for the fetch's statements: its deadline, and `steps` when given.
-    func limits(steps: Int32? = nil) -> StatementLimits { StatementLimits(steps: steps, deadline: deadline) }
-
     /// Throws `timedOut` once the deadline has passed (the in-memory steps check it as they go).
     func checkDeadline() throws(FetchError) {
         if let deadline, DispatchTime.now().uptimeNanoseconds >= deadline, let timeout = request.timeout { throw .timedOut(timeout) }
@@ -72,9 +69,8 @@ extension ManagedObjectContext {
             let destination = coordinator.model.schema[relationship.destinationIndex]
             let keys: [Int64: [Int64]]
             do {
-                keys = try readStore { connection in
-                    try RowSQL.relatedKeys(connection, model: coordinator.model, entity: entity, relationship: relationship,
-                                           owners: owners.compactMap(\.objectID.primaryKey))
+                keys = try readStore { session in
+                    try session.destinationKeys(of: entity, relationship: r, owners: owners.compactMap(\.objectID.primaryKey))
                 }
             } catch {
                 throw .store(StoreError(wrapping: error))
@@ -100,8 +96,9 @@ extension ManagedObjectContext {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
         if parent != nil { return try objectIDsFromParent(prepared, limit: request.fetchLimit, offset: request.fetchOffset) }
-        let keys = try runSelect(prepared, columns: "t0.\"_pk\"", limit: request.fetchLimit, offset: request.fetchOffset,
-                                 key: { $0 }) { $0.int64(0) }
+        let keys = try readFetch(storeFetch(prepared, limit: request.fetchLimit, offset: request.fetchOffset)) { session, fetch throws(FetchError) in
+            try session.fetchKeys(fetch)
+        }
         return keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: prepared.entity.name, key: .permanent($0)) }
     }
 
@@ -113,10 +110,7 @@ extension ManagedObjectContext {
             return try fetchIncludingPendingChanges(prepared).count
         }
         if parent != nil { return try countFromParent(prepared) }
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let condition = whereCondition(prepared, &query)
-        let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
-        let total = Int(try runQuery(sql, query.bindings, prepared) { $0.int64(0) }.first ?? 0)
+        let total = try readFetch(storeFetch(prepared, limit: 0, offset: 0)) { session, fetch throws(FetchError) in try session.count(fetch) }
         let afterOffset = max(0, total - request.fetchOffset)
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
     }
@@ -132,16 +126,12 @@ extension ManagedObjectContext {
             if keyPath.isCollection { throw .unsupportedKeyPath(name, reason: "dictionary results hold single values, not to-many key paths") }
             return keyPath
         }
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
-        let sql = selectSQL(prepared, columns: columns, query: &query, limit: request.fetchLimit, offset: request.fetchOffset)
-        let model = coordinator.model, store = coordinator.storeIdentifier
-        let types = keyPaths.map { $0.valueType(model) }
-        return try runQuery(sql, query.bindings, prepared) { statement in
+        let rows = try readFetch(storeFetch(prepared, limit: request.fetchLimit, offset: request.fetchOffset)) { session, fetch throws(FetchError) in
+            try session.fetchValues(fetch, keyPaths: keyPaths)
+        }
+        return rows.map { values in
             var row: [String: PropertyValue] = [:]
-            for (i, type) in types.enumerated() {
-                row[names[i]] = statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store)
-            }
+            for (i, value) in values.enumerated() { row[names[i]] = value }
             return row
         }
     }
@@ -212,22 +202,6 @@ extension ManagedObjectContext {
                            values: values, primaryKey: pk)
     }
 
-    /// The SQL and parameters `request` runs as (objects, store only): the request parsed,
-    /// checked against the model and compiled, without running it. For explaining a slow
-    /// fetch (feed it to EXPLAIN QUERY PLAN), and for tests.
-    public func compiledSQL(for request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
-        assertOnQueue()
-        return try compiledSQL(request)
-    }
-
-    func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
-        let prepared = try prepare(request)
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let sql = selectSQL(prepared, columns: prepared.entity.rowColumnsSQL, query: &query,
-                            limit: request.fetchLimit, offset: request.fetchOffset)
-        return (sql, query.bindings)
-    }
-
     /// Whether this context holds unsaved changes to objects of these entities.
     func hasPendingChanges(in entities: Set<Int>) -> Bool {
         for list in [insertedList, updatedList, deletedList] where list.contains(where: { entities.contains($0.entity.index) }) {
@@ -236,82 +210,28 @@ extension ManagedObjectContext {
         return false
     }
 
-    /// The WHERE condition of `prepared`: its predicate and, after a cursor, the cursor's bound.
-    func whereCondition(_ prepared: PreparedFetch, _ query: inout SQLQueryBuilder) -> String {
-        let condition = prepared.predicate.map { query.condition($0) } ?? "1"
-        guard let cursor = prepared.after else { return condition }
-        return "(\(condition)) AND \(query.after(cursor, sorts: prepared.sorts))"
+    /// The store fetch of `prepared`'s window, with this context's plan tuning.
+    func storeFetch(_ prepared: PreparedFetch, limit: Int, offset: Int) -> StoreFetch {
+        StoreFetch(prepared, limit: limit, offset: offset, tuning: fetchTuning, onWriter: readsThroughWriter)
     }
 
-    func selectSQL(_ prepared: PreparedFetch, columns: String, query: inout SQLQueryBuilder, limit: Int, offset: Int) -> String {
-        let condition = whereCondition(prepared, &query)
-        let order = query.orderBy(prepared.sorts)
-        var sql = "SELECT \(columns) FROM \(query.fromClause) WHERE \(condition) ORDER BY \(order)"
-        if limit > 0 || offset > 0 { sql += " LIMIT \(limit > 0 ? limit : -1) OFFSET \(offset)" }
-        return sql
-    }
-
-    /// The rows of `prepared` as `columns`, read with `read` (`key` gives a row's primary key):
-    /// in key order first where that pays (KeyOrderedFetch.swift), group by group where SQLite
-    /// would sort each group of a descending sort (GroupedOrderFetch.swift), otherwise as compiled.
-    private func runSelect<T>(_ prepared: PreparedFetch, columns: String, limit: Int, offset: Int,
-                              key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
-        if fetchesInKeyOrder(prepared, limit: limit, offset: offset) {
-            return try runKeyOrdered(prepared, columns: columns, limit: limit, key: key, read: read)
-        }
-        if let (sort, type) = groupedOrderSort(prepared, limit: limit, offset: offset),
-           let rows = try runGroupedOrder(prepared, sort: sort, type: type, columns: columns, limit: limit, key: key, read: read) {
-            return rows
-        }
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
-        let sql = selectSQL(prepared, columns: columns, query: &query, limit: limit, offset: offset)
-        return try runQuery(sql, query.bindings, prepared, read)
-    }
-
-    /// Runs `sql` for `prepared` (under its deadline) and reads each row with `read`.
-    func runQuery<T>(_ sql: String, _ bindings: [AttributeValue], _ prepared: PreparedFetch,
-                     _ read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
-        let limits = prepared.limits()
+    /// `body` on a read session of the store (in this context's snapshot, if it has one).
+    func readFetch<T>(_ fetch: StoreFetch, _ body: (any StoreReadSession, StoreFetch) throws(FetchError) -> T) throws(FetchError) -> T {
         do {
-            return try readStore { connection in
-                try connection.withLimits(limits) { () throws(StoreError) in
-                    try connection.withStatement(sql) { statement throws(StoreError) in
-                        for (i, value) in bindings.enumerated() { statement.bind(value, at: Int32(i + 1)) }
-                        var rows: [T] = []
-                        while try statement.step() { rows.append(read(statement)) }
-                        return rows
-                    }
-                }
-            }
+            return try readStore { session in try body(session, fetch) }
+        } catch let error as FetchError {
+            throw error
         } catch {
-            throw Self.fetchError(error, sql: sql, prepared: prepared, limits: limits)
+            throw .store(StoreError(wrapping: error))
         }
-    }
-
-    /// A failure running `sql` as the fetch error it stands for: past the deadline, a timeout.
-    static func fetchError(_ error: any Error, sql: String, prepared: PreparedFetch, limits: StatementLimits) -> FetchError {
-        let storeError = StoreError(wrapping: error, sql: sql)
-        if storeError.isInterrupt, limits.deadlinePassed, let timeout = prepared.request.timeout { return .timedOut(timeout) }
-        return refusedAsTooComplex(storeError) ?? .store(storeError)
-    }
-
-    /// SQLite refuses, when preparing, SQL nested deeper or with more terms than it can parse.
-    /// The checker's limits catch most such predicates first; whatever slips through is still
-    /// the predicate's fault, and is reported as one, not as a store failure.
-    private static func refusedAsTooComplex(_ error: StoreError) -> FetchError? {
-        guard case let .sqlite(_, message, _) = error else { return nil }
-        for sign in ["parser stack overflow", "Expression tree is too large", "too many SQL variables", "too many terms"]
-        where message.contains(sign) {
-            return .invalidPredicate("the predicate is too complex to run (too deeply nested, or too many terms); simplify it")
-        }
-        return nil
     }
 
     private func fetchStoredObjects(_ prepared: PreparedFetch, limit: Int, offset: Int) throws(FetchError) -> [ManagedObject] {
         if parent != nil { return try fetchThroughParent(prepared, limit: limit, offset: offset) }
         let entity = prepared.entity
-        let rows = try runSelect(prepared, columns: entity.rowColumnsSQL, limit: limit, offset: offset,
-                                 key: \.0) { RowSQL.readRow(from: $0, entity: entity) }
+        let rows = try readFetch(storeFetch(prepared, limit: limit, offset: offset)) { session, fetch throws(FetchError) in
+            try session.fetchRows(fetch)
+        }
         let asFaults = prepared.request.returnsObjectsAsFaults
         return rows.map { pk, row in
             let id = ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, key: .permanent(pk))

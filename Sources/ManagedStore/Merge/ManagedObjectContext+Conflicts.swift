@@ -14,8 +14,8 @@ struct PersistedState {
 
 extension ManagedObjectContext {
     /// The stored state of `entity`'s object `pk`, relationships included; nil when it is gone.
-    func persistedState(_ entity: Entity, pk: Int64, _ connection: SQLiteConnection) throws(StoreError) -> PersistedState? {
-        guard let row = try RowSQL.loadRow(connection, entity: entity, pk: pk) else { return nil }
+    func persistedState(_ entity: Entity, pk: Int64, _ session: any StoreReadSession) throws(StoreError) -> PersistedState? {
+        guard let row = try session.row(of: entity, key: pk) else { return nil }
         var relationships: [Set<ManagedObjectID>] = []
         for (r, relationship) in entity.relationships.enumerated() {
             let destination = coordinator.model.schema[relationship.destinationIndex].name
@@ -23,7 +23,7 @@ extension ManagedObjectContext {
             if let position = entity.foreignKeyRelationships.firstIndex(of: r) {
                 relationships.append(row.foreignKeys[position].map { [id($0)] } ?? [])
             } else {
-                relationships.append(Set(try RowSQL.relatedKeys(connection, entity: entity, relationship: r, pk: pk).map(id)))
+                relationships.append(Set(try session.destinationKeys(of: entity, relationship: r, key: pk).map(id)))
             }
         }
         return PersistedState(version: row.version, attributes: row.attributes, relationships: relationships)
@@ -61,12 +61,12 @@ extension ManagedObjectContext {
     }
 
     /// The conflict record of `object`, whose change was based on a version the store no longer
-    /// holds. Reads the store (and its history) on `connection`.
-    func mergeConflict(for object: ManagedObject, _ connection: SQLiteConnection) throws(StoreError) -> MergeConflict {
+    /// holds. Reads the store (and its history) in `session`.
+    func mergeConflict(for object: ManagedObject, _ session: any StoreReadSession) throws(StoreError) -> MergeConflict {
         let entity = object.entity
         let base = object.expectedVersion
         let pk = object.objectID.primaryKey ?? 0
-        let persisted = try persistedState(entity, pk: pk, connection)
+        let persisted = try persistedState(entity, pk: pk, session)
         let persistedSnapshot = persisted.map { snapshot(entity, attributes: $0.attributes, relationships: $0.relationships) }
         // A relationship this context never read is as the store holds it.
         let objectSnapshot = object.isDeleted ? nil
@@ -76,10 +76,7 @@ extension ManagedObjectContext {
 
         var cached: ObjectSnapshot?
         var storeChanged: Set<String>?
-        let history = coordinator.storeDescription.recordsHistory
-            ? try HistoryReader(connection: connection, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
-                .changes(ofObject: entity, pk: pk, after: base)
-            : nil
+        let history = coordinator.storeDescription.recordsHistory ? try session.historyChanges(ofObject: entity, key: pk, after: base) : nil
         if let history {
             storeChanged = Set(history.flatMap { change in change.changeType == .delete ? entity.propertyNames : change.updatedProperties })
             cached = valuesBefore(history, entity: entity, persisted: persisted)

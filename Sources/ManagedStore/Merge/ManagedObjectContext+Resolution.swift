@@ -91,7 +91,7 @@ extension ManagedObjectContext {
         let entity = object.entity
         let persisted: PersistedState
         do {
-            guard let state = try readStore({ connection in try persistedState(entity, pk: pk, connection) }) else {
+            guard let state = try readStore({ session in try persistedState(entity, pk: pk, session) }) else {
                 throw SaveError.conflict(mergeConflicts: [conflict], constraintConflicts: [])
             }
             persisted = state

@@ -9,6 +9,11 @@ import Foundation
 final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
+    /// The model and store identifier of the store this connection belongs to: what its reads
+    /// (`StoreReadSession`) compile requests against and name objects with. Set by the store
+    /// once it knows them (a connection opened to inspect or migrate a file has none).
+    var model: ManagedObjectModel!
+    var storeIdentifier: UUID!
     private var statementCache: [String: SQLiteStatement] = [:]
     private var preparedCache: [ObjectIdentifier: (sql: PreparedSQL, statement: SQLiteStatement)] = [:]
 
