@@ -31,10 +31,10 @@ final class RawHTTPClient {
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard result == 0 else {
-            close(fd)
-            throw ClientError.connect(String(cString: strerror(errno)))
-        }
+        // Not closed here: an initializer that throws once every property is set still runs
+        // `deinit`, which closes it. Closing it twice closed whatever descriptor another test's
+        // thread had been given that number meanwhile (a server's listening socket, once).
+        guard result == 0 else { throw ClientError.connect(String(cString: strerror(errno))) }
     }
 
     deinit { close(fd) }

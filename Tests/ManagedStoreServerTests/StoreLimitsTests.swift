@@ -30,7 +30,7 @@ struct StoreLimitsTests {
     func diskFullInsideGroups() throws {
         let harness = try ServerHarness(inMemory: false)
         // Room for a few hundred of these tasks, then SQLITE_FULL.
-        try harness.coordinator.writer.withConnection { connection in
+        try harness.coordinator.sqlite.writer.withConnection { connection in
             let pages = try connection.scalarInt("PRAGMA page_count") ?? 0
             _ = try connection.scalarInt("PRAGMA max_page_count = \(pages + 120)")
         }
@@ -43,7 +43,7 @@ struct StoreLimitsTests {
         #expect(try harness.taskTitles() == created, "stored exactly what was answered 201")
         #expect(try harness.coordinator.checkIntegrity().isEmpty)
         // With room again, writes go on.
-        try harness.coordinator.writer.withConnection { connection in _ = try connection.scalarInt("PRAGMA max_page_count = 1000000") }
+        try harness.coordinator.sqlite.writer.withConnection { connection in _ = try connection.scalarInt("PRAGMA max_page_count = 1000000") }
         #expect(try harness.request("POST", "/v1/objects/Task", json: #"{"title": "after"}"#).status == 201)
     }
 
@@ -53,7 +53,7 @@ struct StoreLimitsTests {
         // RAISE(ROLLBACK) ends the whole transaction from inside one statement, as SQLite does by
         // itself after a full disk or an I/O error in some places. A TEMP trigger lives on the
         // writer's connection only, never in the store file.
-        try harness.coordinator.writer.withConnection { connection in
+        try harness.coordinator.sqlite.writer.withConnection { connection in
             try connection.execute(#"CREATE TEMP TRIGGER "boom" BEFORE INSERT ON "Task" WHEN NEW."title" LIKE 'boom%' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END"#)
         }
         var created: Set<String> = []
@@ -66,7 +66,7 @@ struct StoreLimitsTests {
             let holding = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
             Thread {
-                harness.coordinator.writer.withConnection { _ in
+                harness.coordinator.sqlite.writer.withConnection { _ in
                     holding.signal()
                     _ = release.wait(timeout: .now() + 5)
                 }
@@ -128,4 +128,9 @@ final class Maximum: @unchecked Sendable {
     private var largest = 0
     func offer(_ value: Int) { lock.lock(); largest = max(largest, value); lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return largest }
+}
+
+extension PersistentStoreCoordinator {
+    /// The SQLite store under the coordinator, for the tests of SQLite's own limits.
+    var sqlite: SQLiteStore { store as! SQLiteStore }
 }

@@ -272,7 +272,7 @@ struct BatchRequestTests {
         let watcher = container.newBackgroundContext(name: "watcher")
         watcher.performAndWait { watcher.automaticallyMergesChangesFromParent = true }
         let told = try writer.performAndWait { () throws -> [Int] in
-            try container.coordinator.performGroupCommit { group in
+            try container.coordinator.performGroupCommit(in: writer) { group in
                 var told: [Int] = []
                 let unit = writer.insertNewObject(forEntityName: "Task")
                 unit.setValue("unit", forKey: "title")

@@ -217,7 +217,7 @@ struct ContextNotificationTests {
         struct Abandon: Error {}
         #expect(throws: Abandon.self) {
             try writer.performAndWait {
-                try container.coordinator.performGroupCommit {
+                try container.coordinator.performGroupCommit(in: writer) {
                     writer.object(with: taskIDs[0]).setValue("never", forKey: "title")
                     try writer.save()
                     throw Abandon()
@@ -226,7 +226,7 @@ struct ContextNotificationTests {
         }
         try writer.performAndWait {
             writer.rollback()
-            try container.coordinator.performGroupCommit {
+            try container.coordinator.performGroupCommit(in: writer) {
                 writer.object(with: taskIDs[1]).setValue("b2", forKey: "title")
                 try writer.save()
             }

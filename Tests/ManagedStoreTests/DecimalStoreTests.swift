@@ -103,7 +103,7 @@ struct DecimalStoreTests {
     func definitionsArePlainSQLite() throws {
         let (store, container) = try Self.seededStore()
         _ = store
-        let definitions: [String] = try container.coordinator.writer.withConnection { connection in
+        let definitions: [String] = try container.coordinator.sqlite.writer.withConnection { connection in
             try connection.withStatement("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL") { s throws(StoreError) in
                 var all: [String] = []
                 while try s.step() { all.append(s.text(0)) }

@@ -13,7 +13,7 @@ struct GroupCommitTests {
         let commitsBefore = container.coordinator.commitCount
         var outcomes: [String] = []
         try writer.performAndWait {
-            try container.coordinator.performGroupCommit {
+            try container.coordinator.performGroupCommit(in: writer) {
                 // 1: an update.
                 writer.object(with: taskIDs[0]).setValue("first", forKey: "title")
                 try writer.save()
@@ -56,7 +56,7 @@ struct GroupCommitTests {
         struct Abort: Error {}
         #expect(throws: Abort.self) {
             try writer.performAndWait {
-                try container.coordinator.performGroupCommit {
+                try container.coordinator.performGroupCommit(in: writer) {
                     let tag = writer.insertNewObject(forEntityName: "Tag")
                     tag.setValue("gone", forKey: "label")
                     try writer.save()
@@ -81,12 +81,12 @@ struct GroupCommitTests {
         let store = TemporaryStore()
         let container = try PersistentContainer(model: .taskTracker(), store: .sqlite(store.url))
         let writer = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
-        try container.coordinator.writer.withConnection { connection in
+        try container.coordinator.sqlite.writer.withConnection { connection in
             try connection.execute(#"CREATE TEMP TRIGGER "boom" BEFORE INSERT ON "Tag" WHEN NEW."label" = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom'); END"#)
         }
         var outcomes: [String] = []
         try writer.performAndWait {
-            try container.coordinator.performGroupCommit { group in
+            try container.coordinator.performGroupCommit(in: writer) { group in
                 for label in ["first", "boom", "third"] {
                     let tag = writer.insertNewObject(forEntityName: "Tag")
                     tag.setValue(label, forKey: "label")

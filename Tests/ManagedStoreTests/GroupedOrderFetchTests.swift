@@ -80,7 +80,7 @@ struct GroupedOrderFetchTests {
             return try Self.sorts.map { sort in
                 let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "done == NO"), sortDescriptors: sort, fetchLimit: 20)
                 let (sql, _) = try reader.compiledSQL(for: request)
-                return try container.coordinator.read(throughWriter: false) { try $0.sortsRightPartOfOrderBy(sql) }
+                return try container.coordinator.sqlite.readConnection { try $0.sortsRightPartOfOrderBy(sql) }
             }
         }
         #expect(sorts == [true, false])

@@ -13,7 +13,7 @@ struct HistoryChainTests {
     /// newest first; nil when the history does not reach the version.
     static func chained(_ container: PersistentContainer, _ id: ManagedObjectID, after version: Int64) throws -> [String]? {
         let entity = try #require(container.model.resolvedEntity(named: id.entityName))
-        let changes = try container.coordinator.writer.withConnection { connection in
+        let changes = try container.coordinator.sqlite.writer.withConnection { connection in
             try HistoryReader(connection: connection, model: container.model, storeIdentifier: container.coordinator.storeIdentifier)
                 .changes(ofObject: entity, pk: id.primaryKey ?? 0, after: version)
         }
@@ -23,7 +23,7 @@ struct HistoryChainTests {
     /// The same found the plain way: the newest change of the object that made `version`, then
     /// every change of the object after it, each found by scanning the history.
     static func scanned(_ container: PersistentContainer, _ id: ManagedObjectID, after version: Int64) throws -> [String]? {
-        try container.coordinator.writer.withConnection { connection throws(StoreError) -> [String]? in
+        try container.coordinator.sqlite.writer.withConnection { connection throws(StoreError) -> [String]? in
             var rows: [(token: Int64, type: Int64, version: Int64?)] = []
             try connection.withStatement(#"SELECT "token", "type", "version" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? ORDER BY "token" DESC"#) { s throws(StoreError) in
                 s.bindText(id.entityName, at: 1)

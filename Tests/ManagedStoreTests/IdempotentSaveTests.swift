@@ -118,7 +118,7 @@ struct IdempotentSaveTests {
         let key = try Self.key("atomic")
         try context.performAndWait { () throws in
             #expect(throws: Interrupted.self) {
-                _ = try context.coordinator.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                _ = try context.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                     context.insertNewObject(forEntityName: "Task").setValue("half", forKey: "title")
                     try context.save()
                     throw Interrupted()
@@ -138,9 +138,9 @@ struct IdempotentSaveTests {
         let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
         struct Interrupted: Error {}
         try context.performAndWait { () throws in
-            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+            try container.coordinator.performGroupCommit(in: context) { (group: GroupCommit) throws in
                 group.markUnit()
-                _ = try container.coordinator.performOnce(key: try Self.key("first"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                _ = try context.performOnce(key: try Self.key("first"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                     context.insertNewObject(forEntityName: "Task").setValue("kept until the group fails", forKey: "title")
                     try context.save()
                     return (1, [1])
@@ -148,7 +148,7 @@ struct IdempotentSaveTests {
                 #expect(group.isIntact)
                 group.markUnit()
                 #expect(throws: Interrupted.self) {
-                    _ = try container.coordinator.performOnce(key: try Self.key("second"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    _ = try context.performOnce(key: try Self.key("second"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                         context.insertNewObject(forEntityName: "Task").setValue("half", forKey: "title")
                         try context.save()
                         throw Interrupted()
@@ -169,16 +169,16 @@ struct IdempotentSaveTests {
         let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
         struct Refused: Error {}
         try context.performAndWait { () throws in
-            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+            try container.coordinator.performGroupCommit(in: context) { (group: GroupCommit) throws in
                 group.markUnit()
-                _ = try container.coordinator.performOnce(key: try Self.key("kept"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                _ = try context.performOnce(key: try Self.key("kept"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                     context.insertNewObject(forEntityName: "Task").setValue("kept", forKey: "title")
                     try context.save()
                     return (1, [1])
                 }
                 group.markUnit()
                 #expect(throws: Refused.self) {
-                    _ = try container.coordinator.performOnce(key: try Self.key("refused"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    _ = try context.performOnce(key: try Self.key("refused"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                         throw Refused()
                     }
                 }
@@ -194,12 +194,12 @@ struct IdempotentSaveTests {
     func recordStoreFails() throws {
         let store = TemporaryStore()
         let container = try Fixtures.container(.sqlite(store.url))
-        try container.coordinator.write { connection in
+        try container.coordinator.sqlite.writer.withConnection { connection in
             try connection.execute(#"CREATE TEMP TRIGGER "refuse_record" BEFORE INSERT ON "_idempotency" WHEN NEW."key" = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"#)
         }
         let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
         func keyedInsert(_ key: String, _ title: String) throws {
-            _ = try container.coordinator.performOnce(key: try Self.key(key), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+            _ = try context.performOnce(key: try Self.key(key), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                 context.insertNewObject(forEntityName: "Task").setValue(title, forKey: "title")
                 try context.save()
                 return (1, [1])
@@ -210,7 +210,7 @@ struct IdempotentSaveTests {
             #expect(throws: (any Error).self) { try keyedInsert("refused", "alone") }
             context.reset()
             // In a group after a unit that wrote: the group's transaction goes.
-            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+            try container.coordinator.performGroupCommit(in: context) { (group: GroupCommit) throws in
                 group.markUnit()
                 try keyedInsert("fine", "before")
                 group.markUnit()
@@ -240,7 +240,7 @@ struct IdempotentSaveTests {
         for _ in 0..<2 {
             done.enter()
             queue.submit({ context -> String in
-                let outcome = try? context.coordinator.performOnce(key: key, fingerprint: [7]) { () throws -> (result: String, answer: [UInt8]?) in
+                let outcome = try? context.performOnce(key: key, fingerprint: [7]) { () throws -> (result: String, answer: [UInt8]?) in
                     context.insertNewObject(forEntityName: "Task").setValue("queued", forKey: "title")
                     let saved = try context.save()
                     return (saved.inserted[0].description, Array(saved.inserted[0].description.utf8))
@@ -269,10 +269,10 @@ struct IdempotentSaveTests {
         let context = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
         let key = try Self.key("in-group")
         try context.performAndWait { () throws in
-            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+            try container.coordinator.performGroupCommit(in: context) { (group: GroupCommit) throws in
                 func unit() throws -> Bool {
                     group.markUnit()
-                    let outcome = try container.coordinator.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                    let outcome = try context.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                         context.insertNewObject(forEntityName: "Tag").setValue("t", forKey: "label")
                         try context.save()
                         return (1, [1])
@@ -287,16 +287,16 @@ struct IdempotentSaveTests {
             }
             // Committed now: a replay in a later transaction depends on nothing uncommitted,
             // even after that transaction stored a record of its own (a newer row).
-            try container.coordinator.performGroupCommit { (group: GroupCommit) throws in
+            try container.coordinator.performGroupCommit(in: context) { (group: GroupCommit) throws in
                 group.markUnit()
-                _ = try container.coordinator.performOnce(key: try Self.key("later"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
+                _ = try context.performOnce(key: try Self.key("later"), fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in
                     context.insertNewObject(forEntityName: "Tag").setValue("u", forKey: "label")
                     try context.save()
                     return (2, [2])
                 }
                 #expect(group.wroteSinceMark)
                 group.markUnit()
-                _ = try container.coordinator.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in (0, nil) }
+                _ = try context.performOnce(key: key, fingerprint: []) { () throws -> (result: Int, answer: [UInt8]?) in (0, nil) }
                 #expect(!group.wroteSinceMark)
             }
         }

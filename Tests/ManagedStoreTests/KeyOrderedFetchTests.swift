@@ -78,7 +78,7 @@ struct KeyOrderedFetchTests {
         let sorts = try reader.performAndWait {
             try Self.predicates.map { format in
                 let (sql, _) = try reader.compiledSQL(for: FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format), fetchLimit: 20))
-                return try container.coordinator.read(throughWriter: false) { try $0.sortsForOrderBy(sql) }
+                return try container.coordinator.sqlite.readConnection { try $0.sortsForOrderBy(sql) }
             }
         }
         #expect(sorts == [true, true, true, true, false, false])

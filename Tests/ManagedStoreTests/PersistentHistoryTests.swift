@@ -179,12 +179,12 @@ struct PersistentHistoryTests {
             return task.objectID
         }
         let entity = try #require(container.model.resolvedEntity(named: "Task"))
-        let changes = try container.coordinator.writer.withConnection { connection in
+        let changes = try container.coordinator.sqlite.writer.withConnection { connection in
             try HistoryReader(connection: connection, model: container.model, storeIdentifier: container.coordinator.storeIdentifier)
                 .changes(ofObject: entity, pk: taskID.primaryKey ?? 0, after: 1)
         }
         #expect(changes?.map(\.updatedProperties) == [["priority"], ["title"]], "newest first")
-        let none = try container.coordinator.writer.withConnection { connection in
+        let none = try container.coordinator.sqlite.writer.withConnection { connection in
             try HistoryReader(connection: connection, model: container.model, storeIdentifier: container.coordinator.storeIdentifier)
                 .changes(ofObject: entity, pk: taskID.primaryKey ?? 0, after: 7)
         }

@@ -18,7 +18,7 @@ struct ReaderSnapshotTests {
 
     /// Runs a TRUNCATE checkpoint, which reports busy while any reader still uses an old snapshot.
     private static func truncatingCheckpointIsBusy(_ container: PersistentContainer) throws -> Bool {
-        try container.coordinator.writer.withConnection { connection in
+        try container.coordinator.sqlite.writer.withConnection { connection in
             try connection.withStatement("PRAGMA wal_checkpoint(TRUNCATE)") { statement throws(StoreError) in
                 try statement.step() ? statement.int64(0) != 0 : true
             }
@@ -122,8 +122,8 @@ struct ReaderSnapshotTests {
             description.memoryMapSize = size
             let coordinator = try PersistentStoreCoordinator(model: Fixtures.tracker, store: description)
             let query = "PRAGMA mmap_size"
-            let onWriter = try coordinator.writer.withConnection { try $0.scalarInt(query) }
-            let onReader = try coordinator.read(throughWriter: false) { try $0.scalarInt(query) }
+            let onWriter = try coordinator.sqlite.writer.withConnection { try $0.scalarInt(query) }
+            let onReader = try coordinator.sqlite.readConnection { try $0.scalarInt(query) }
             #expect(onWriter == 0 && onReader == Int64(size))
         }
     }

@@ -15,7 +15,7 @@ struct StoreTests {
         }
         let container = try Fixtures.container(.sqlite(store.url))
         #expect(container.coordinator.storeIdentifier == firstID)
-        let mode = try container.coordinator.writer.withConnection { c in try c.withStatement("PRAGMA journal_mode") { s throws(StoreError) in try s.step() ? s.text(0) : "" } }
+        let mode = try container.coordinator.sqlite.writer.withConnection { c in try c.withStatement("PRAGMA journal_mode") { s throws(StoreError) in try s.step() ? s.text(0) : "" } }
         #expect(mode == "wal")
         let context = container.newBackgroundContext()
         try context.performAndWait { () throws in
@@ -79,7 +79,7 @@ struct StoreTests {
         let container = try Fixtures.container(.sqlite(store.url))
         try Fixtures.seedProject(container.viewContext, name: "P", taskTitles: ["a"])
         // Hold the write lock with an uncommitted insert; a read must still answer, without it.
-        try container.coordinator.writer.withConnection { writer in
+        try container.coordinator.sqlite.writer.withConnection { writer in
             try writer.execute("BEGIN IMMEDIATE")
             try writer.execute("INSERT INTO \"Task\" (\"_pk\", \"_version\", \"title\") VALUES (100, 1, 'uncommitted')")
             let context = container.newBackgroundContext()
@@ -102,7 +102,7 @@ struct StoreTests {
                 #expect(found.count == min(n, 2))
             }
         }
-        let cached = try container.coordinator.writer.withConnection { $0.cachedStatementCount }
+        let cached = try container.coordinator.sqlite.writer.withConnection { $0.cachedStatementCount }
         #expect(cached > 0 && cached <= limit)
     }
 }

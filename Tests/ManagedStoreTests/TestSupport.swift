@@ -39,3 +39,15 @@ enum Fixtures {
         }
     }
 }
+
+extension PersistentStoreCoordinator {
+    /// The SQLite store under the coordinator, for the tests of SQLite's own behaviour.
+    var sqlite: SQLiteStore { store as! SQLiteStore }
+}
+
+extension SQLiteStore {
+    /// `body` on one of the store's reader connections, in a snapshot of the latest state.
+    func readConnection<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        try read(throughWriter: false) { session in try body(session as! SQLiteConnection) }
+    }
+}

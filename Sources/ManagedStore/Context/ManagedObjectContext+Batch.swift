@@ -104,16 +104,22 @@ extension ManagedObjectContext {
         guard size >= 1 else { throw .invalidRequest("chunkSize must be at least 1, not \(size)") }
     }
 
-    /// Runs `body` on a new private context, on this thread (so that, on a write queue, its
-    /// saves join the group commit this thread holds), inside one transaction: the group's, in
-    /// a savepoint of its own, or a transaction of its own otherwise. The private context reads
-    /// through the writer, so each chunk sees what the chunks before it wrote.
+    /// Runs `body` on a new private context, on this thread, inside one transaction: the group
+    /// commit this context runs (on a write queue), in a savepoint of its own, or a transaction
+    /// of its own otherwise. The private context reads through the writer, so each chunk sees
+    /// what the chunks before it wrote.
     private func runBatch<T>(_ body: (ManagedObjectContext) throws(BatchError) -> T) throws(BatchError) -> T {
         let scratch = ManagedObjectContext(coordinator: coordinator, name: name, readsThroughWriter: true)
         scratch.author = author
         do {
             return try RunningContext.run(scratch) {
-                try coordinator.inOneWriteTransaction { () throws -> T in try body(scratch) }
+                if let group = activeGroup {
+                    // The scratch context saves into this context's group, in one savepoint.
+                    scratch.activeGroup = group
+                    defer { scratch.activeGroup = nil }
+                    return try group.inAtomicSection { () throws -> T in try body(scratch) }
+                }
+                return try coordinator.performGroupCommit(in: scratch) { () throws -> T in try body(scratch) }
             }
         } catch {
             if let error = error as? BatchError { throw error }
@@ -213,15 +219,5 @@ extension Array {
     /// Consecutive slices of at most `size` elements.
     func chunked(_ size: Int) -> [ArraySlice<Element>] {
         stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
-    }
-}
-
-extension PersistentStoreCoordinator {
-    /// Runs `body` (which may save several times) as one transaction: inside the group commit
-    /// this thread holds, in a savepoint of the group's; otherwise in a group commit of its own.
-    /// If `body` throws, none of its saves is kept.
-    func inOneWriteTransaction<T>(_ body: () throws -> T) throws -> T {
-        if let group = writer.currentGroup { return try group.inAtomicSection(body) }
-        return try performGroupCommit { (_: GroupCommit) in try body() }
     }
 }

@@ -47,7 +47,7 @@ extension ManagedObjectContext {
         var wrote = false
         let outcome: IdempotentOutcome<SavedChanges>
         do {
-            outcome = try coordinator.performOnce(key: key, fingerprint: fingerprint) { () throws -> (result: SavedChanges, answer: [UInt8]?) in
+            outcome = try performOnce(key: key, fingerprint: fingerprint) { () throws -> (result: SavedChanges, answer: [UInt8]?) in
                 let saved = try save(mergePolicy: mergePolicy)
                 wrote = true
                 return (saved, SavedChangesRecord.encode(saved))

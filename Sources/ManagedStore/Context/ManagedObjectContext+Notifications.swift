@@ -185,10 +185,10 @@ final class MergingContexts: Sendable {
 extension PersistentStoreCoordinator {
     /// A context's save wrote something: every other context that merges automatically takes
     /// it in, on its own queue, once it is committed. Inside a group commit that is after the
-    /// group's COMMIT (`GroupCommit.committedSaves`); a group SQLite rolls back forgets them.
+    /// group's COMMIT (`GroupCommit.committedSaves`); a group the store rolls back forgets them.
     func announceSave(_ saved: SavedChanges, from origin: ManagedObjectContext) {
         guard !mergingContexts.isEmpty else { return }
-        if let group = writer.currentGroup {
+        if let group = origin.activeGroup {
             group.committedSaves.append((saved, ObjectIdentifier(origin)))
         } else {
             deliverSave(saved, from: ObjectIdentifier(origin))

@@ -92,12 +92,9 @@ extension ManagedObjectContext {
         if coordinator.storeDescription.recordsHistory { changes.history = historyDraft(for: changes) }
         var altered = objectsAlteredThroughInverses()
         altered.formUnion(touchedObjectsWithChanges())
-        let written: ChangeSetWriter.Written
+        let written: WrittenChanges
         do {
-            written = try coordinator.write { connection in
-                try ChangeSetWriter(connection: connection, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
-                    .write(changes)
-            }
+            written = try writeInOwnUnit { session in try session.write(changes) }
         } catch let rejection as ChangeSetRejection {
             throw rejection
         } catch {
@@ -112,6 +109,13 @@ extension ManagedObjectContext {
         didSave(changes, permanentIDs: written.insertedIDs)
         return SavedChanges(inserted: written.insertedIDs, updated: altered.sortedByEntityAndKey(), deleted: deleted.sortedByEntityAndKey(),
                             token: written.token)
+    }
+
+    /// Runs `body` in a write of its own: a savepoint of the group commit the context runs, or
+    /// a transaction of its own. Nothing of it is kept if it throws.
+    private func writeInOwnUnit<T>(_ body: (any StoreWriteSession) throws -> T) throws -> T {
+        if let activeGroup { return try activeGroup.inSavepoint(body) }
+        return try coordinator.store.write(body)
     }
 
     /// The conflict records of the objects `ids` (their stored versions are not the base ones).
@@ -165,10 +169,10 @@ extension ManagedObjectContext {
         let model = coordinator.model
         let firstKeys: [Int: Int64]
         do {
-            firstKeys = try coordinator.write { connection in
+            firstKeys = try writeInOwnUnit { session in
                 var result: [Int: Int64] = [:]
                 for (entityIndex, group) in byEntity {
-                    result[entityIndex] = try ChangeSetWriter.allocatePrimaryKeys(connection, entity: model.schema[entityIndex], count: group.count)
+                    result[entityIndex] = try session.allocateKeys(of: model.schema[entityIndex], count: group.count)
                 }
                 return result
             }

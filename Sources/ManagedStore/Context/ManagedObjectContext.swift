@@ -109,9 +109,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// gave a permanent ID while it had children.
     let temporaryAliases = Mutex<[ManagedObjectID: ManagedObjectID]>([:])
 
-    /// Reads go through the writer connection instead of the reader pool, so that they see
-    /// the uncommitted writes of a group commit in progress (see `performGroupCommit`).
+    /// Reads go to the writer's side of the store instead of its readers, so that they see
+    /// what the context itself wrote in a transaction in progress.
     public let readsThroughWriter: Bool
+    /// The group commit this context runs (`PersistentStoreCoordinator.performGroupCommit(in:)`):
+    /// while it is set, the context's saves go into the group's transaction, each in a
+    /// savepoint, and its reads see that transaction.
+    @exclusivity(unchecked) var activeGroup: GroupCommit?
 
     /// A new context on the coordinator. Use it only inside `perform` / `performAndWait`.
     /// `readsThroughWriter` is for the one context that saves inside group commits.
@@ -368,7 +372,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         assertOnQueue()
         if snapshotSession != nil || parent != nil { return try body() }
         if let pinned = pinnedGeneration?.snapshot { return try pinned.read { session in try inSnapshot(on: session, body) } }
-        return try coordinator.read(throughWriter: readsThroughWriter) { session in try inSnapshot(on: session, body) }
+        if let activeGroup { return try inSnapshot(on: activeGroup.session, body) }
+        return try coordinator.store.read(throughWriter: readsThroughWriter) { session in try inSnapshot(on: session, body) }
     }
 
     /// Runs `body` with every read of the context on `session`, one snapshot of the store.
@@ -383,7 +388,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     func readStore<T>(_ body: (any StoreReadSession) throws -> T) throws -> T {
         if let snapshotSession { return try body(snapshotSession) }
         if let pinned = pinnedGeneration?.snapshot { return try pinned.read(body) }
-        return try coordinator.read(throughWriter: readsThroughWriter, body)
+        if let activeGroup { return try body(activeGroup.session) }
+        return try coordinator.store.read(throughWriter: readsThroughWriter, body)
     }
 
     // MARK: Faults

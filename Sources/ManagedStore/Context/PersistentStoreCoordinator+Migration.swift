@@ -56,7 +56,7 @@ extension PersistentStoreCoordinator {
     }
 
     private static func historyStatistics(_ connection: SQLiteConnection) throws(StoreError) -> HistoryStatistics {
-        let pruned = try prunedThrough(connection)
+        let pruned = try HistoryReader.prunedThrough(connection)
         let token = { (value: Int64?) in value.map(PersistentHistoryToken.init(rawValue:)) }
         // The newest save's row outlives pruning (StoreSchema.historyStatements): only tokens
         // after the pruned ones count as retained.

@@ -1,28 +1,46 @@
 extension PersistentStoreCoordinator {
-    /// Runs `body` on a read context lent from the store's reader pool, on the context's queue,
-    /// with every read it makes (fetches, faults, relationships) in one snapshot of the latest
-    /// state; waits while every reader is lent out. The context is reset (and unpinned) when
-    /// `body` returns: it must not answer the next borrower from what it read for this one.
+    /// Runs `body` on a read context lent with one of the store's readers, on the context's
+    /// queue, with every read it makes (fetches, faults, relationships) in one snapshot of the
+    /// latest state; waits while every reader is lent out. The context is reset (and unpinned)
+    /// when `body` returns: it must not answer the next borrower from what it read for this one.
     ///
     /// For many short reads from many threads, this is cheaper than a context of one's own:
-    /// the contexts and their readers' snapshots are reused (see `ReaderPool`). Do not keep the
-    /// context, or objects of it, after `body`; pass object IDs on. Do not save in it.
+    /// the contexts and their readers' snapshots are reused. Do not keep the context, or
+    /// objects of it, after `body`; pass object IDs on. Do not save in it.
     public func withReadContext<T>(_ body: (ManagedObjectContext) throws -> T) throws -> T {
-        try readers.withReader(currentCommit: { commitCount }) { reader in
-            let context = reader.context ?? pooledContext(for: reader)
+        try store.withPooledReader { reader, session in
+            let context = readContexts.context(for: reader, of: self)
             return try context.performAndWait {
                 defer { context.endLoan() }
-                guard let connection = try ReaderPool.beginSnapshot(reader, now: commitCount) else {
-                    return try context.performInSnapshot { try body(context) }  // in memory: the writer's connection
-                }
-                return try context.inSnapshot(on: connection) { try body(context) }
+                return try context.inSnapshot(on: session) { try body(context) }
             }
         }
     }
+}
 
-    private func pooledContext(for reader: ReaderPool.Reader) -> ManagedObjectContext {
-        let context = ManagedObjectContext(coordinator: self, name: "read-\(reader.number)", readsThroughWriter: false, ownedByCoordinator: true)
-        reader.context = context
+/// The read contexts lent with the store's readers, one per reader, made on its first loan.
+///
+/// `@unchecked Sendable`: slot `n` is only touched by the holder of reader `n`, which the store
+/// lends to one caller at a time (`PersistentStore.withPooledReader`); the slots never move.
+final class PooledReadContexts: @unchecked Sendable {
+    private let slots: UnsafeMutableBufferPointer<ManagedObjectContext?>
+
+    init(count: Int) {
+        slots = .allocate(capacity: count)
+        slots.initialize(repeating: nil)
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    /// Reader `reader`'s context (held by its borrower).
+    func context(for reader: Int, of coordinator: PersistentStoreCoordinator) -> ManagedObjectContext {
+        if let context = slots[reader] { return context }
+        // It does not keep its coordinator alive: the coordinator keeps it.
+        let context = ManagedObjectContext(coordinator: coordinator, name: "read-\(reader)", readsThroughWriter: false, ownedByCoordinator: true)
+        slots[reader] = context
         return context
     }
 }

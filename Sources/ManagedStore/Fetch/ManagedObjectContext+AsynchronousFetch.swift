@@ -116,7 +116,7 @@ final class AsynchronousFetchRun: @unchecked Sendable {
         offset = request.fetchRequest.fetchOffset
         remaining = request.fetchRequest.fetchLimit > 0 ? request.fetchRequest.fetchLimit : Int.max
         if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter,
-           let snapshot = context.coordinator.makeSnapshot() {
+           let snapshot = context.coordinator.store.makeSnapshot() {
             self.snapshot = snapshot
             stream = try snapshot.openKeyStream(context.storeFetch(prepared, limit: request.fetchRequest.fetchLimit, offset: offset))
         }

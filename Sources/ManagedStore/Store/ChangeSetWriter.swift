@@ -9,16 +9,8 @@ struct ChangeSetWriter {
     let model: ManagedObjectModel
     let storeIdentifier: UUID
 
-    /// What a written change set gave back.
-    struct Written {
-        /// Each insert's permanent ID, in the order of `changes.inserts`.
-        let insertedIDs: [ManagedObjectID]
-        /// The history transaction recorded with it; nil when it records none.
-        let token: PersistentHistoryToken?
-    }
-
     /// Writes `changes` (and its history record).
-    func write(_ changes: ChangeSet) throws -> Written {
+    func write(_ changes: ChangeSet) throws -> WrittenChanges {
         let versionConflicts = try checkVersions(changes)
         let keys = try assignPrimaryKeys(changes.inserts)
         let assigned = zip(changes.inserts, keys).map { insert, key in
@@ -46,7 +38,7 @@ struct ChangeSetWriter {
         try writeInserts(changes.inserts, keys: keys, token: token, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
         try writeLinkOnlyHeads(heads)
-        return Written(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
+        return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 
     // MARK: Checks

@@ -139,4 +139,11 @@ struct HistoryReader {
             return try s.step() && !s.isNull(0) ? s.int64(0) : nil
         }
     }
+
+    /// The highest token deleted by pruning (0 when none was).
+    static func prunedThrough(_ connection: SQLiteConnection) throws(StoreError) -> Int64 {
+        try connection.withStatement(#"SELECT "value" FROM "_metadata" WHERE "key" = 'history_pruned_through'"#) { s throws(StoreError) in
+            try s.step() ? Int64(s.text(0)) ?? 0 : 0
+        }
+    }
 }

@@ -16,23 +16,20 @@ enum IdempotencyTable {
         #"CREATE UNIQUE INDEX "_idempotency_key" ON "_idempotency" ("key")"#,
     ]
 
-    private static let findSQL = PreparedSQL(#"SELECT "fingerprint", "answer", "created", "id" FROM "_idempotency" WHERE "key" = ?"#)
+    private static let findSQL = PreparedSQL(#"SELECT "fingerprint", "answer", "created" FROM "_idempotency" WHERE "key" = ?"#)
     private static let storeSQL = PreparedSQL(#"INSERT OR REPLACE INTO "_idempotency" ("key", "fingerprint", "answer", "created") VALUES (?, ?, ?, ?)"#)
 
-    /// The row of `key`, expired or not, with its rowid.
-    static func find(_ key: IdempotencyKey, _ connection: SQLiteConnection) throws(StoreError) -> (record: IdempotencyRecord, rowid: Int64)? {
+    /// The row of `key`, expired or not.
+    static func find(_ key: IdempotencyKey, _ connection: SQLiteConnection) throws(StoreError) -> IdempotencyRecord? {
         try connection.withStatement(findSQL) { s throws(StoreError) in
             s.bindText(key.value, at: 1)
             guard try s.step() else { return nil }
-            return (IdempotencyRecord(key: key, fingerprint: s.bytes(0), answer: s.bytes(1),
-                                      created: Date(timeIntervalSince1970: s.double(2))), s.int64(3))
+            return IdempotencyRecord(key: key, fingerprint: s.bytes(0), answer: s.bytes(1), created: Date(timeIntervalSince1970: s.double(2)))
         }
     }
 
-    /// Stores `record`, replacing an expired row of the same key; returns its rowid. A new row
-    /// takes a rowid above every row there was (SQLite's largest plus one, while that is below
-    /// 2^63 - 1), so the rows one transaction stored are those from its first one's rowid up.
-    static func store(_ record: IdempotencyRecord, _ connection: SQLiteConnection) throws(StoreError) -> Int64 {
+    /// Stores `record`, replacing an expired row of the same key.
+    static func store(_ record: IdempotencyRecord, _ connection: SQLiteConnection) throws(StoreError) {
         try connection.withStatement(storeSQL) { s throws(StoreError) in
             s.bindText(record.key.value, at: 1)
             s.bindBlob(record.fingerprint, at: 2)
@@ -40,7 +37,6 @@ enum IdempotencyTable {
             s.bind(.double(record.created.timeIntervalSince1970), at: 4)
             try s.execute()
         }
-        return connection.lastInsertRowID
     }
 
     /// Deletes those of the oldest `limit` rows (in the order they were written) created

@@ -2,7 +2,7 @@ import Foundation
 
 /// The store's one pool of readers: a fixed set, lent one at a time, each a read-only
 /// connection reading in a snapshot that stays open between loans while nothing has been
-/// committed since it began, and the read context that `withReadContext` lends with it.
+/// committed since it began.
 ///
 /// In WAL mode each reader sees a consistent snapshot and neither waits for the writer nor
 /// makes it wait. Beginning and ending a read transaction costs SQLite system calls (locks on
@@ -23,8 +23,7 @@ import Foundation
 /// writer's): its loan only bounds how many read contexts are at work at once.
 ///
 /// `@unchecked Sendable` because `idle` is only touched while holding `condition`'s lock, and a
-/// borrowed reader (its connection, snapshot and context) is used by exactly one caller until
-/// returned.
+/// borrowed reader (its connection and snapshot) is used by exactly one caller until returned.
 final class ReaderPool: @unchecked Sendable {
     final class Reader {
         let number: Int
@@ -32,8 +31,6 @@ final class ReaderPool: @unchecked Sendable {
         let connection: SQLiteConnection?
         /// The commit count when its open read transaction began; nil when none is open.
         var snapshotCommit: Int?
-        /// The context lent with the reader by `withReadContext`, made on its first loan.
-        var context: ManagedObjectContext?
 
         init(number: Int, connection: SQLiteConnection?) {
             self.number = number

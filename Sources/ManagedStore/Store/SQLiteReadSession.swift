@@ -114,9 +114,6 @@ extension SQLiteConnection: StoreReadSession {
         }
     }
 
-    func historyChanges(ofObject entity: Entity, key: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]? {
-        try HistoryReader(connection: self, model: model, storeIdentifier: storeIdentifier).changes(ofObject: entity, pk: key, after: version)
-    }
 
     func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
         let (sql, bindings) = SQLiteAggregate.compile(aggregate, model: model)

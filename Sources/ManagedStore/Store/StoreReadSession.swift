@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a context reads from a persistent store, all in one snapshot of it: rows by key (to
 /// fulfil faults), the destinations of relationships, and checked fetch requests answered as
 /// rows, keys, counts, values or groups [the reads of NSIncrementalStore: newValuesForObject,
@@ -37,6 +39,24 @@ protocol StoreReadSession: AnyObject {
     /// The recorded changes of the object `key` after its version `version`, newest first; nil
     /// when the history no longer reaches that version (pruned, or not recorded).
     func historyChanges(ofObject entity: Entity, key: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]?
+    /// Up to `limit` recorded saves after `token`, oldest first; with `entities`, only the
+    /// changes of those entities' objects, and only saves that have one. The caller checks
+    /// first that the history still reaches `token` (`oldestHistoryToken`).
+    func historyTransactions(after token: PersistentHistoryToken, limit: Int, entities: Set<String>?) throws(StoreError) -> [PersistentHistoryTransaction]
+    /// The token of the newest recorded save (the newest pruned one when none is left; zero before any).
+    func lastHistoryToken() throws(StoreError) -> PersistentHistoryToken
+    /// The oldest token the history can be read after: every save after it is retained.
+    func oldestHistoryToken() throws(StoreError) -> PersistentHistoryToken
+    /// How many recorded saves the history holds.
+    func historyTransactionCount() throws(StoreError) -> Int
+    /// The newest recorded save made before `date`, looking only at the oldest `limit` saves
+    /// when a limit is given; nil when there is none.
+    func newestHistoryToken(before date: Date, amongOldest limit: Int?) throws(StoreError) -> PersistentHistoryToken?
+
+    /// The record of `key`, expired or not.
+    func idempotencyRecord(for key: IdempotencyKey) throws(StoreError) -> IdempotencyRecord?
+    /// How many idempotency records the store holds (expired ones not yet deleted included).
+    func idempotencyRecordCount() throws(StoreError) -> Int
 }
 
 /// A row lent in place by `StoreReadSession.visitRow`: valid only inside the call that lends it.

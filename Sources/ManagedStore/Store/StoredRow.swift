@@ -57,41 +57,6 @@ enum RowSQL {
         return rows
     }
 
-    /// Primary keys of the destinations of `relationship` for the object `pk`, ascending.
-    /// (For a relationship stored as this row's foreign key, read the row instead.)
-    static func relatedKeys(_ connection: SQLiteConnection, entity: Entity, relationship r: Int, pk: Int64) throws(StoreError) -> [Int64] {
-        try connection.withStatement(entity.relatedKeysSQL[r]) { statement throws(StoreError) in
-            statement.bind(pk, at: 1)
-            var keys: [Int64] = []
-            while try statement.step() { keys.append(statement.int64(0)) }
-            return keys
-        }
-    }
-
-    /// The destinations of to-many `relationship` for many objects at once: owner key → keys.
-    static func relatedKeys(_ connection: SQLiteConnection, model: ManagedObjectModel, entity: Entity,
-                            relationship: Relationship, owners: [Int64]) throws(StoreError) -> [Int64: [Int64]] {
-        let destination = model.schema[relationship.destinationIndex]
-        var result: [Int64: [Int64]] = [:]
-        for chunk in owners.chunked(keysPerQuery) {
-            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-            let sql: String
-            switch relationship.storage {
-            case .inverseForeignKey(let column):
-                sql = "SELECT \(column), \"_pk\" FROM \(destination.table) WHERE \(column) IN (\(list)) ORDER BY \"_pk\""
-            case let .joinTable(table, ownColumn, otherColumn):
-                sql = "SELECT \(ownColumn), \(otherColumn) FROM \(table) WHERE \(ownColumn) IN (\(list)) ORDER BY \(otherColumn)"
-            case .foreignKey:
-                return [:]
-            }
-            try connection.withStatement(sql) { statement throws(StoreError) in
-                for (i, owner) in chunk.enumerated() { statement.bind(owner, at: Int32(i + 1)) }
-                while try statement.step() { result[statement.int64(0), default: []].append(statement.int64(1)) }
-            }
-        }
-        return result
-    }
-
     static func exists(_ connection: SQLiteConnection, entity: Entity, pk: Int64) throws(StoreError) -> Bool {
         try connection.scalarInt("SELECT 1 FROM \(entity.table) WHERE \"_pk\" = ?", [.integer(pk)]) != nil
     }

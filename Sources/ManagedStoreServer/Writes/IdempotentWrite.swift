@@ -77,7 +77,7 @@ struct IdempotentWrite: Sendable {
     /// stored with the write; any other (it wrote nothing) is not, so a retry runs afresh.
     func perform(in context: ManagedObjectContext, layouts: JSONLayouts, _ perform: () -> WriteResult) -> Result {
         do {
-            let outcome = try context.coordinator.performOnce(key: key, fingerprint: fingerprint) { () -> (result: (WriteResult, HTTPResponse), answer: [UInt8]?) in
+            let outcome = try context.performOnce(key: key, fingerprint: fingerprint) { () -> (result: (WriteResult, HTTPResponse), answer: [UInt8]?) in
                 let result = perform()
                 let response = WriteResponse.make(result, layouts: layouts)
                 return ((result, response), (200..<300).contains(response.status) ? StoredAnswer.encode(response) : nil)

@@ -4,7 +4,7 @@ import Foundation
 public enum WriteOutcome<Result: Sendable>: Sendable {
     /// The work ran, and what it wrote (if anything) is committed.
     case completed(Result)
-    /// The work ran and saved, but SQLite then rolled the whole group's transaction back on its
+    /// The work ran and saved, but the store then rolled the whole group's transaction back on its
     /// own (a full disk, an I/O error): nothing of it was written. It may be submitted again.
     case undone
     /// The queue was stopped before the work ran: nothing of it was written.
@@ -14,17 +14,17 @@ public enum WriteOutcome<Result: Sendable>: Sendable {
 /// The store's one serialized write queue [the seed articles' "one background queue for
 /// writes"]: a thread of its own with one context, where submitted work runs in the order it
 /// arrived. While work runs, the work that arrives waits; then everything waiting runs in one
-/// SQLite transaction (group commit), each unit's saves in savepoints of their own so a failing
+/// store transaction (group commit), each unit's saves in savepoints of their own so a failing
 /// unit rolls back alone, and each completion hears its outcome only once the COMMIT is
 /// durable, so a completion never reports a write that a crash could still lose.
 ///
 /// Readers are never blocked by it (WAL). The queue's context reads through the writer, so
 /// work sees what earlier units of the same group wrote.
 ///
-/// This file holds the whole of a write's way through the library's side: the queue (here),
-/// the group's transaction with its BEGIN and COMMIT (`performGroupCommit`, below) and each
-/// save's savepoint, called by name (`GroupCommit.inSavepoint`, below), which
-/// `PersistentStoreCoordinator.write` enters when a save runs inside the group.
+/// A write's way through the library's side: the queue (here) runs each batch in a group
+/// commit on its context (`PersistentStoreCoordinator.performGroupCommit(in:)`, GroupCommit.swift);
+/// the context's saves go into the group's transaction, each in a savepoint of its own
+/// (`GroupCommit.inSavepoint`), and the store writes them (`StoreWriteSession.write`).
 ///
 /// `@unchecked Sendable`: `pending`, `running`, `started`, `exited` and the counters are only
 /// touched under `condition`'s lock; `context` only on the queue's thread.
@@ -180,7 +180,7 @@ public final class WriteQueue: @unchecked Sendable {
     }
 
     /// Runs a batch in one group commit; returns, per unit, whether its writes were undone.
-    /// When SQLite rolls the whole transaction back by itself (after one unit's savepoint failed
+    /// When the store rolls the whole transaction back by itself (after one unit's savepoint failed
     /// with a full disk or an I/O error), the units before it that wrote were undone too, and
     /// the rest of the batch runs in a new transaction. If the COMMIT itself fails, every unit
     /// that wrote since the transaction began was undone.
@@ -194,7 +194,7 @@ public final class WriteQueue: @unchecked Sendable {
                 for i in start..<ran where wrote[i] { undone[i] = true }
             }
             do {
-                try coordinator.performGroupCommit { group in
+                try coordinator.performGroupCommit(in: context) { group in
                     for (i, job) in batch.enumerated() {
                         group.markUnit()
                         job.run(context)
@@ -227,121 +227,4 @@ public final class WriteQueue: @unchecked Sendable {
 /// thread, one after the other.
 private final class ResultBox<T>: @unchecked Sendable {
     var value: T?
-}
-
-// MARK: The group's transaction
-
-/// One transaction that several saves share, each in a savepoint of its own called by name
-/// (`PersistentStoreCoordinator.performGroupCommit`), so that a failing save rolls back alone.
-///
-/// After some failures inside a savepoint (disk full, an I/O error, out of memory, a busy
-/// store) SQLite may roll back the whole transaction on its own: then every save of the group
-/// since it began (or since `restart`) is undone, although each returned normally. `isIntact`
-/// says whether that happened; `restart` begins a new transaction for the saves still to come;
-/// `wroteSinceMark` tells whether anything was written since the caller last looked, to know
-/// which of its units of work the rollback undid.
-///
-/// Not Sendable: it is used only inside `performGroupCommit`'s body, on the writer's thread.
-public final class GroupCommit {
-    let connection: SQLiteConnection
-    /// Savepoints released (writes kept) since `markUnit`.
-    private(set) var released = 0
-    /// Saves written into the transaction, for the contexts that merge automatically: told
-    /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
-    var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
-    /// The rowid of the first idempotency record the transaction stored, if it stored one:
-    /// the records it stored are those from there up (`IdempotencyTable.store`), and a unit
-    /// that replays one of them stands or falls with this transaction's COMMIT, as the unit
-    /// that stored it does.
-    var firstStoredIdempotencyRowid: Int64?
-
-    init(connection: SQLiteConnection) { self.connection = connection }
-
-    /// False once SQLite has rolled the group's transaction back by itself.
-    public var isIntact: Bool { connection.isInTransaction }
-
-    /// Begins a new transaction, after SQLite ended the last one, for the saves still to come.
-    /// Does nothing while the transaction is intact.
-    public func restart() throws(StoreError) {
-        guard !connection.isInTransaction else { return }
-        committedSaves = []  // undone with the transaction SQLite rolled back
-        firstStoredIdempotencyRowid = nil
-        try connection.cachedStatement("BEGIN IMMEDIATE").execute()
-    }
-
-    /// Starts counting the writes of a new unit of work.
-    public func markUnit() { released = 0 }
-
-    /// Rolls the transaction back, for a unit whose writes are in it but cannot stand (an
-    /// idempotent write whose record could not be stored with them): `isIntact` turns false,
-    /// and the caller undoes the group's units as when SQLite rolls back on its own.
-    func abandonTransaction() {
-        if connection.isInTransaction { try? connection.cachedStatement("ROLLBACK").execute() }
-        committedSaves = []
-        firstStoredIdempotencyRowid = nil
-    }
-
-    /// Whether a save wrote something (released its savepoint) since `markUnit`.
-    public var wroteSinceMark: Bool { released > 0 }
-
-    /// Counts the current unit as one that wrote: what it answers rests on writes of this
-    /// transaction (a replay of an idempotency record stored earlier in it), so if the COMMIT
-    /// fails it must be told it was undone too.
-    func dependsOnTransaction() { released += 1 }
-
-    /// Runs `body` in the savepoint `name` of the group's transaction: its writes are kept when
-    /// it returns and rolled back alone when it throws.
-    func inSavepoint<T>(_ name: String, _ body: () throws -> T) throws -> T {
-        let result = try connection.inSavepoint(name, body)
-        released += 1
-        return result
-    }
-
-    /// Runs `body`, which may save several times, in one savepoint of the group: if it throws,
-    /// none of its saves is kept, counted as written, or told to merging contexts.
-    func inAtomicSection<T>(_ body: () throws -> T) throws -> T {
-        let releasedBefore = released
-        let savesBefore = committedSaves.count
-        do {
-            return try connection.inSavepoint("section", body)
-        } catch {
-            released = releasedBefore
-            if committedSaves.count > savesBefore { committedSaves.removeSubrange(savesBefore...) }
-            throw error
-        }
-    }
-}
-
-extension PersistentStoreCoordinator {
-    /// Group commit: runs `body` inside one write transaction that every save made on this
-    /// thread during `body` joins, each as a savepoint of its own (a failing save rolls back
-    /// alone). Returns once the COMMIT is durable; if `body` or the COMMIT throws, nothing of
-    /// it is written. Saves of other threads wait for the transaction to end.
-    ///
-    /// Run it inside the saving context's `performAndWait`, so that the saves happen on the
-    /// thread that holds the transaction. After a save fails, check `group.isIntact`: SQLite
-    /// may have rolled back the whole transaction (see `GroupCommit`).
-    public func performGroupCommit<T>(_ body: (GroupCommit) throws -> T) throws -> T {
-        try writer.withConnection { connection in
-            let group = GroupCommit(connection: connection)
-            try connection.cachedStatement("BEGIN IMMEDIATE").execute()
-            do {
-                let result = try writer.withGroup(group) { try body(group) }
-                if connection.isInTransaction {
-                    try connection.cachedStatement("COMMIT").execute()
-                    didCommit(connection)
-                    for save in group.committedSaves { deliverSave(save.saved, from: save.origin) }
-                }
-                return result
-            } catch {
-                if connection.isInTransaction { try? connection.cachedStatement("ROLLBACK").execute() }
-                throw error
-            }
-        }
-    }
-
-    /// `performGroupCommit` for a body that does not need the group.
-    public func performGroupCommit<T>(_ body: () throws -> T) throws -> T {
-        try performGroupCommit { (_: GroupCommit) in try body() }
-    }
 }
