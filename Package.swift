@@ -5,7 +5,7 @@ let package = Package(
     name: "ManagedStore",
     platforms: [.macOS(.v14)],
     products: [
-        .library(name: "ManagedStore", targets: ["ManagedStore"]),
+        .library(name: "ManagedStore", targets: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite"]),
         .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer"]),
         .executable(name: "managedstore", targets: ["managedstore"]),
     ],
@@ -29,9 +29,20 @@ let package = Package(
         // SHA-256 blocks with the x86 SHA extensions, for idempotency fingerprints and token
         // digests; the server falls back to its own Swift loop on other CPUs.
         .target(name: "CSHA256"),
+        // The layers, each a target, so that the compiler checks what may use what:
+        // the core knows no store; the SQLite store knows the core; `ManagedStore` is both.
+        .target(
+            name: "ManagedStoreCore",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "ManagedStoreSQLite",
+            dependencies: ["ManagedStoreCore", "CSQLite"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .target(
             name: "ManagedStore",
-            dependencies: ["CSQLite"],
+            dependencies: ["ManagedStoreCore", "ManagedStoreSQLite"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -51,12 +62,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ManagedStoreTests",
-            dependencies: ["ManagedStore"],
+            dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "ManagedStoreServerTests",
-            dependencies: ["ManagedStoreServer", "ManagedStore", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

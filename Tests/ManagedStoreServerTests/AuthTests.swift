@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// Bearer tokens and scopes (the contract's "Auth"): every case a client meets.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// An NDJSON upload sent with chunked transfer encoding, piece by piece, on one connection.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// The model-based walk of `ModelBasedHTTPTests`, by four clients at once against one server

@@ -1,5 +1,7 @@
 import Foundation
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The first disagreement between the server and the reference model, with what is needed
 /// to act on it: seed, step, recent requests, expected and actual.

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// The contract's "Logs, request IDs, metrics": a Request-Id on every answer, one log line per

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// The served document's parameter schemas against the server itself: for random values made

@@ -1,5 +1,7 @@
 import Foundation
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// SplitMix64: a small, seedable generator, so a failing walk replays from its seed.
 struct SplitMix64: RandomNumberGenerator, Sendable {

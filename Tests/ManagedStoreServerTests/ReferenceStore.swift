@@ -1,5 +1,7 @@
 import Foundation
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 // The reference model of the model-based HTTP test: the contract's semantics of writes
 // (inverse maintenance, delete rules, validation, uniqueness, optimistic locking) over plain

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 @testable import ManagedStoreServer
 
 /// `serve` without tokens on an address other than loopback, and `managedstore token new`.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Aggregate requests: every function on every type, grouping, the empty cases, exact sums
 /// (overflow is an error), having, sort and limit, and a twin check against the same numbers

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 @Suite("Batch insert, update and delete requests")
 struct BatchRequestTests {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 @Suite("Optimistic locking and uniqueness conflicts")
 struct ConflictTests {

@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Collects a context's notifications (observers run on the context's queue; tests read on theirs).
 final class NotificationLog: Sendable {

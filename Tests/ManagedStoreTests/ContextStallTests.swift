@@ -3,6 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 #if canImport(Glibc)
 import Glibc
 #endif

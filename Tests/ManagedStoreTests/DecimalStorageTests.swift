@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The stored text of decimals (`DecimalStorage`): exact round trips, bytewise order equal to
 /// numeric order, one text per number, and malformed text refused.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Decimals in a real store: compared and ordered as numbers by plain SQLite (no custom
 /// collation), unique and indexed, and the file readable and checkable by the stock `sqlite3`.

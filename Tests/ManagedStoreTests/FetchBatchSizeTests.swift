@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Tasks with repeated priorities, null estimates and mixed-case titles, so order and ties matter.
 enum LongResultFixture {

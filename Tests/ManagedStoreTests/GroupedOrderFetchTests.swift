@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// A limited fetch sorted descending by an indexed attribute walks the index group by group
 /// (GroupedOrderFetch) instead of letting SQLite sort each group of equal values. Only the plan

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The chain of each object's changes (its row's `_history`, each change's `prior`) is how a
 /// conflict finds what the store changed after a version. These tests hold it to the plain

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Saves under an idempotency key, without HTTP: a sync client or a job queue that saves again
 /// after losing track writes once.

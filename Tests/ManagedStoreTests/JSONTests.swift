@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The strict JSON parser, the writer, exact numbers, and JSON <-> attribute values.
 @Suite("JSON parsing, writing and attribute values")

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// A limited fetch ordered by key first scans the table in key order with a step budget, and
 /// lets SQLite's plan find the rest when the budget runs out (KeyOrderedFetch). Only the plan may

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Lightweight migration of stores holding objects, links and history: each change Core Data
 /// infers, opened with the next model version, the data read back through the public API, the

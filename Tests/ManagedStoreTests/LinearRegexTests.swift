@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The non-backtracking engine behind MATCHES and model patterns: hand-checked answers, a
 /// differential run against ICU (NSRegularExpression) on random patterns, hostile patterns

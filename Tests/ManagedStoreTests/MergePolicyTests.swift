@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The five merge policies, property by property: a task read at version 1, a change C another
 /// context saves first, and a change R this context saves after it under each policy. Every row

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// A store made with a first model version and filled with objects, links and history, closed,
 /// for a migration test to open with the next version: what lightweight migration meets in use.

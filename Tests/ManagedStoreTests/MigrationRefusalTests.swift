@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// What lightweight migration refuses, and that a refused or failed migration leaves the store
 /// file exactly as it was; the dry run; stores that do not record their model.
@@ -164,7 +166,7 @@ struct MigrationRefusalTests {
             #expect {
                 try connection.inTransaction { try SchemaChangeRunner(connection: connection).run(migration.changes) }
             } throws: { error in
-                guard case let .sqlite(code, message, _)? = error as? StoreError else { return false }
+                guard case let .engine(code, message, _)? = error as? StoreError else { return false }
                 return code == 2067 && message.contains("UNIQUE")  // SQLITE_CONSTRAINT_UNIQUE
             }
             #expect(try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name IN ('Job', 'Task')") == 1)

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The JSON model format and the checks that refuse a model that is not usable.
 @Suite("Model loading and checking")

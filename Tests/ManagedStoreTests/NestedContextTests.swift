@@ -3,6 +3,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 @Suite("Nested (parent/child) contexts")
 struct NestedContextTests {

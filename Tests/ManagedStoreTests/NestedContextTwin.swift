@@ -1,5 +1,7 @@
 import Foundation
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// A seeded generator of task-tracker operations that are always valid (unique names, values
 /// in range, no tag deleted while it holds tasks), for running the same script in two stacks.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// One-to-one relationships store their key on one side only; these tests use both sides.
 @Suite("One-to-one relationships")

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Every predicate runs twice: compiled to SQL in the store, and evaluated in memory on the
 /// same objects. The two answers must be equal, and equal to the expected list where one is

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Random, mutated and grammar-generated predicate strings against the parser, then (for those that parse) against
 /// the model checker, the SQL compiler, SQLite and the in-memory evaluator.

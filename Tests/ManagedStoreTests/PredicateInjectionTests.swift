@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// "Values are always bound as SQL parameters, never pasted into SQL": no value in a predicate,
 /// whether passed as a format argument or written as a quoted literal, can change the SQL that

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// The NSPredicate format parser on its own: every construct of the language parsed into the
 /// exact `ObjectPredicate` value it stands for, and every refusal with its exact column.

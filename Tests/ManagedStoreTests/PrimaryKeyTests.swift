@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Every insert is stored under the key its permanent ID names, and keys are never reused.
 /// A plain insert (nothing refers to anything) takes the save's fast path, one with a

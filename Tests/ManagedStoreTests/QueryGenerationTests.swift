@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Query generations [NSQueryGenerationToken]: a pinned context reads one state of the store,
 /// across fetches, counts, faults and perform blocks, while others save; and the one reader

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Readers keep their read transaction open between reads while nothing is committed
 /// (ReaderPool). These pin down what that must never change: a read after a save sees it, and

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// `renamingIdentifier` in the model: read and written in the JSON model format, left out of
 /// the version hash (as Core Data leaves it out), and two elements may not claim one old name.

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Stores written by earlier versions: format 1 (decimals as plain text in `TEXT COLLATE
 /// MS_DECIMAL` columns) is upgraded in place when opened; a format this version does not know

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// `withStoredObject` reads an object's saved row without making a managed object. It must agree
 /// with the managed object's values everywhere, and show the store, not unsaved changes.

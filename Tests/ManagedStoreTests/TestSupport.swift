@@ -1,5 +1,7 @@
 import Foundation
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// A fresh store file in its own temporary folder, removed when the value goes away.
 final class TemporaryStore: Sendable {

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 /// Every validation rule, checked through a real save on an in-memory store.
 @Suite("Validation on save")

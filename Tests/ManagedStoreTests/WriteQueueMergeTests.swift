@@ -2,6 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStoreSQLite
 
 @Suite("A write queue that merges into a reading context")
 struct WriteQueueMergeTests {

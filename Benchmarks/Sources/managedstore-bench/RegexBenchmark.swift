@@ -1,5 +1,6 @@
 import Foundation
-@_spi(Benchmarks) import ManagedStore
+import ManagedStore
+@_spi(Benchmarks) import ManagedStoreCore
 
 /// MATCHES' engine (`LinearRegex`, behind the compiled-pattern cache) against the
 /// NSRegularExpression path it replaced, on the same strings: whole-string matches per second

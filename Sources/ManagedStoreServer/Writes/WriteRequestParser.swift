@@ -79,7 +79,7 @@ struct WriteRequestParser {
         let predicate = try FetchQuery.predicate(text)
         let fetch = FetchRequest(entityName: entity.name, predicate: predicate)
         do {
-            _ = try coordinator.withReadContext { context in try context.compiledSQL(for: fetch) }
+            try coordinator.withReadContext { context in try context.validate(fetch) }
         } catch let error as FetchError {
             throw Problem.fetch(error, entity: entity.name)
         } catch {

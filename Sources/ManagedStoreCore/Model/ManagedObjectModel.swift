@@ -1,0 +1,203 @@
+import Foundation
+
+/// A checked, immutable set of entities [NSManagedObjectModel].
+///
+/// Build one in Swift from `EntityDescription`s or load the JSON model format; either way every
+/// problem (unknown types, missing or mismatched inverses, duplicate or reserved names) is
+/// reported together in a `ModelError` naming the entity and property.
+public final class ManagedObjectModel: Sendable {
+    public let name: String
+    public let version: Int
+    public let entities: [EntityDescription]
+    /// A stable hash of the model's content, stored in each store: a store made from a model
+    /// with another hash is migrated (or refused) when opened. As in Core Data, the
+    /// `renamingIdentifier`s are not part of it: they say where the content came from, not
+    /// what it is, so adding one to an element does not make the store need a migration.
+    public let versionHash: String
+
+    package let schema: [Entity]
+    let entityIndexByName: [String: Int]
+
+    public init(name: String, version: Int = 1, entities: [EntityDescription]) throws(ModelError) {
+        self.name = name
+        self.version = version
+        self.entities = entities
+        let problems = ModelChecker(entities: entities).problems()
+        guard problems.isEmpty else { throw ModelError(problems) }
+        var indexByName: [String: Int] = [:]
+        for (i, e) in entities.enumerated() { indexByName[e.name] = i }
+        self.entityIndexByName = indexByName
+        self.schema = entities.enumerated().map { index, entity in
+            let relationships = entity.relationships.enumerated().map { r, rel in
+                let destinationIndex = indexByName[rel.destination]!  // checked by ModelChecker
+                let destination = entities[destinationIndex]
+                let inverseIndex = destination.relationships.firstIndex { $0.name == rel.inverse }!  // checked
+                let inverse = destination.relationships[inverseIndex]
+                return Relationship(index: r, description: rel, destinationIndex: destinationIndex,
+                                    inverseIndex: inverseIndex, inverseName: inverse.name,
+                                    storage: Self.storage(entity: entity.name, rel, inverse: inverse))
+            }
+            return Entity(index: index, description: entity, relationships: relationships)
+        }
+        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: entities, renamingIdentifiers: false))
+    }
+
+    /// The description of the entity called `name`, if the model has one.
+    public func entity(named name: String) -> EntityDescription? {
+        entityIndexByName[name].map { entities[$0] }
+    }
+
+    package func resolvedEntity(named name: String) -> Entity? {
+        // A model has few entities: comparing names beats hashing them (every insert asks).
+        if schema.count <= 16 { return schema.first { $0.name == name } }
+        return entityIndexByName[name].map { schema[$0] }
+    }
+
+    /// Decides which side of a relationship stores its links.
+    ///
+    /// To-one opposite to-many: the to-one side holds a foreign key (as Core Data does).
+    /// One-to-one: the side that sorts first by "Entity.relationship" holds it, the other reads it.
+    /// Many-to-many: a join table named after the side that sorts first.
+    private static func storage(entity: String, _ rel: RelationshipDescription, inverse: RelationshipDescription) -> RelationshipStorage {
+        let ownKey = "\(entity).\(rel.name)"
+        let inverseKey = "\(rel.destination).\(inverse.name)"
+        let ownSideFirst = ownKey.utf8.lexicographicallyPrecedes(inverseKey.utf8) || ownKey == inverseKey
+        switch (rel.isToMany, inverse.isToMany) {
+        case (false, true):
+            return .foreignKey
+        case (true, false):
+            return .inverseForeignKey
+        case (false, false):
+            return ownSideFirst ? .foreignKey : .inverseForeignKey
+        case (true, true):
+            let (tableOwner, ownerRel) = ownSideFirst ? (entity, rel.name) : (rel.destination, inverse.name)
+            // A self-inverse relationship (friends <-> friends) keeps each link once, in both orders.
+            return .joinTable(table: "_join_\(tableOwner)_\(ownerRel)", isFirstSide: ownSideFirst)
+        }
+    }
+
+    /// FNV-1a 64 over the canonical JSON text: stable across runs and platforms.
+    private static func hash(of value: JSONValue) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in value.serialized(sortingKeys: true).utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// Finds every problem in a set of entity descriptions.
+struct ModelChecker {
+    let entities: [EntityDescription]
+
+    func problems() -> [ModelProblem] {
+        var problems: [ModelProblem] = []
+        var seenEntities: Set<String> = []
+        for entity in entities {
+            if let problem = Self.nameProblem(entity.name) {
+                problems.append(ModelProblem(entity: entity.name, message: "entity name \(problem)"))
+            }
+            // SQLite table names ignore case, so "Task" and "task" would share a table.
+            if !seenEntities.insert(entity.name.lowercased()).inserted {
+                problems.append(ModelProblem(entity: entity.name, message: "duplicate entity name"))
+            }
+            problems += check(entity)
+        }
+        problems += renamingProblems(entities.map { ($0.name, $0.renamingIdentifier) }, entity: nil)
+        return problems
+    }
+
+    /// Two elements that say they were renamed from the same name would both claim that
+    /// element's stored data in a migration: refuse them, naming both.
+    func renamingProblems(_ elements: [(name: String, renamingIdentifier: String?)], entity: String?) -> [ModelProblem] {
+        var claimedBy: [String: String] = [:]
+        var problems: [ModelProblem] = []
+        for (name, identifier) in elements {
+            guard let identifier else { continue }
+            if let first = claimedBy[identifier] {
+                let message = "renamingIdentifier '\(identifier)' is also the renamingIdentifier of \(first): two elements cannot both be renamed from it"
+                problems.append(ModelProblem(entity: entity ?? name, property: entity == nil ? nil : name, message: message))
+            } else {
+                claimedBy[identifier] = name
+            }
+        }
+        return problems
+    }
+
+    static func nameProblem(_ name: String) -> String? {
+        guard let first = name.unicodeScalars.first else { return "is empty" }
+        if first == "_" { return "starts with '_', which is reserved" }
+        let isIdentifier = name.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+        guard isIdentifier, !("0"..."9").contains(first) else { return "must be letters, digits and '_', starting with a letter" }
+        return nil
+    }
+
+    func check(_ entity: EntityDescription) -> [ModelProblem] {
+        var problems: [ModelProblem] = []
+        func problem(_ property: String?, _ message: String) {
+            problems.append(ModelProblem(entity: entity.name, property: property, message: message))
+        }
+        var seen: Set<String> = []
+        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
+            if let p = Self.nameProblem(name) { problem(name, "property name \(p)") }
+            if !seen.insert(name.lowercased()).inserted { problem(name, "duplicate property name") }
+        }
+        problems += renamingProblems(entity.attributes.map { ($0.name, $0.renamingIdentifier) }
+                                     + entity.relationships.map { ($0.name, $0.renamingIdentifier) }, entity: entity.name)
+        for attribute in entity.attributes { problems += check(attribute, in: entity) }
+        for rel in entity.relationships {
+            guard let destination = entities.first(where: { $0.name == rel.destination }) else {
+                problem(rel.name, "unknown destination entity '\(rel.destination)'")
+                continue
+            }
+            guard let inverse = destination.relationship(named: rel.inverse) else {
+                problem(rel.name, "inverse '\(rel.inverse)' is not a relationship of \(destination.name)")
+                continue
+            }
+            if inverse.destination != entity.name || inverse.inverse != rel.name {
+                problem(rel.name, "inverse \(destination.name).\(inverse.name) does not point back to \(entity.name).\(rel.name)")
+            }
+            if rel.isToMany && !rel.isOptional { problem(rel.name, "a to-many relationship cannot be non-optional") }
+        }
+        for (kind, lists) in [("uniqueness constraint", entity.uniquenessConstraints), ("index", entity.indexes)] {
+            for list in lists {
+                if list.isEmpty { problem(nil, "empty \(kind)") }
+                for name in list {
+                    if entity.attribute(named: name) == nil {
+                        let isToOne = entity.relationship(named: name).map { !$0.isToMany } ?? false
+                        if !(kind == "index" && isToOne) { problem(name, "\(kind) names an unknown attribute") }
+                    }
+                }
+            }
+        }
+        return problems
+    }
+
+    func check(_ attribute: AttributeDescription, in entity: EntityDescription) -> [ModelProblem] {
+        var problems: [ModelProblem] = []
+        func problem(_ message: String) {
+            problems.append(ModelProblem(entity: entity.name, property: attribute.name, message: message))
+        }
+        if !attribute.defaultValue.fits(attribute.type) {
+            problem("default value \(attribute.defaultValue.kindName) does not fit type \(attribute.type.rawValue)")
+        }
+        for (key, bound) in [("min", attribute.minValue), ("max", attribute.maxValue)] {
+            guard let bound else { continue }
+            if !attribute.type.isOrdered { problem("'\(key)' applies to numbers and dates, not \(attribute.type.rawValue)") }
+            else if bound.isNull || !bound.fits(attribute.type) { problem("'\(key)' does not fit type \(attribute.type.rawValue)") }
+        }
+        if attribute.type != .string && (attribute.minLength != nil || attribute.maxLength != nil || attribute.pattern != nil) {
+            problem("'minLength', 'maxLength' and 'pattern' apply to strings only")
+        }
+        if let minLength = attribute.minLength, minLength < 0 { problem("'minLength' is negative") }
+        if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
+            problem("'minLength' is greater than 'maxLength'")
+        }
+        if let pattern = attribute.pattern, let error = WholeStringRegex.shared.error(pattern) {
+            problem("'pattern' is not a valid regular expression: \(error)")
+        }
+        return problems
+    }
+}

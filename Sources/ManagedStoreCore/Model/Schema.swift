@@ -1,0 +1,114 @@
+// The resolved form of a model: what contexts and stores work with.
+//
+// Descriptions name things by string; here every reference is an index, checked once when the
+// model is built, so no hot path looks up a destination or an inverse by name.
+
+/// Where a relationship's links are kept, decided by the model and the same in every store
+/// (`ManagedObjectModel.storage`).
+package enum RelationshipStorage: Sendable, Hashable {
+    /// Each object of this entity keeps its destination's key, under the relationship's name.
+    case foreignKey
+    /// Each destination keeps this object's key, under the inverse's name (the inverse is a
+    /// to-one that owns the key).
+    case inverseForeignKey
+    /// Many-to-many: one link (a pair of keys) per connection, in the list `table` shared with
+    /// the inverse; this side's key is the first of the pair when `isFirstSide`.
+    case joinTable(table: String, isFirstSide: Bool)
+}
+
+/// A relationship with its destination and inverse resolved to indexes.
+package struct Relationship: Sendable {
+    package let index: Int
+    package let description: RelationshipDescription
+    package let destinationIndex: Int
+    package let inverseIndex: Int
+    /// The inverse's name (a foreign key kept by the destination is named after it).
+    package let inverseName: String
+    package let storage: RelationshipStorage
+
+    package var name: String { description.name }
+    package var isToMany: Bool { description.isToMany }
+}
+
+/// A property of an entity, found by name.
+package enum PropertyRef: Sendable, Hashable {
+    case attribute(Int)
+    case relationship(Int)
+}
+
+/// An entity with everything resolved; shared, immutable, so it is Sendable.
+package final class Entity: Sendable {
+    package let index: Int
+    package let name: String
+    package let attributes: [AttributeDescription]
+    package let relationships: [Relationship]
+    let propertyByName: [String: PropertyRef]
+    /// Attribute names, then relationship names: what `property(named:)` scans.
+    package let propertyNames: [String]
+    /// Attribute indexes of each uniqueness constraint.
+    package let uniquenessConstraints: [[Int]]
+    package let indexes: [[String]]
+    /// The default value of each attribute, the starting state of an inserted object.
+    let defaultAttributes: [AttributeValue]
+    /// Relationships whose key is stored in this entity's row, in relationship order.
+    package let foreignKeyRelationships: [Int]
+    /// Whether any relationship is many-to-many (stored in a join table).
+    let hasJoinTables: Bool
+    /// Relationships stored in a join table, in relationship order.
+    let joinTableRelationships: [Int]
+    /// Per attribute: whether it has a range, length or pattern rule (validation beyond its
+    /// type and optionality).
+    let attributeHasRules: [Bool]
+    /// The relationships of a new object (no destinations), shared by every insert until written.
+    let emptyRelationships: [RelationshipState]
+    /// The entity as its author described it.
+    package let descriptionValue: EntityDescription
+    init(index: Int, description: EntityDescription, relationships: [Relationship]) {
+        self.index = index
+        self.name = description.name
+        self.attributes = description.attributes
+        self.relationships = relationships
+        var byName: [String: PropertyRef] = [:]
+        for (i, a) in description.attributes.enumerated() { byName[a.name] = .attribute(i) }
+        for (i, r) in description.relationships.enumerated() { byName[r.name] = .relationship(i) }
+        self.propertyByName = byName
+        self.propertyNames = description.attributes.map(\.name) + description.relationships.map(\.name)
+        self.uniquenessConstraints = description.uniquenessConstraints.map { names in
+            names.compactMap { name in description.attributes.firstIndex { $0.name == name } }
+        }
+        self.indexes = description.indexes
+        self.defaultAttributes = description.attributes.map(\.defaultValue)
+        let foreignKeys = relationships.filter {
+            if case .foreignKey = $0.storage { return true } else { return false }
+        }.map(\.index)
+        self.foreignKeyRelationships = foreignKeys
+        let joinTables = relationships.filter { if case .joinTable = $0.storage { return true } else { return false } }.map(\.index)
+        self.joinTableRelationships = joinTables
+        self.hasJoinTables = !joinTables.isEmpty
+        self.attributeHasRules = description.attributes.map {
+            $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil || $0.pattern != nil
+        }
+        self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
+        self.descriptionValue = description
+    }
+
+    package func attributeIndex(_ name: String) -> Int? {
+        if case .attribute(let i)? = property(named: name) { return i }
+        return nil
+    }
+
+    /// The property called `name`. Entities have few properties, and comparing small strings
+    /// costs less than hashing them (the setter path does this for every value it sets).
+    package func property(named name: String) -> PropertyRef? {
+        if propertyNames.count <= 16 {
+            guard let i = propertyNames.firstIndex(of: name) else { return nil }
+            return i < attributes.count ? .attribute(i) : .relationship(i - attributes.count)
+        }
+        return propertyByName[name]
+    }
+
+    package func relationshipIndex(_ name: String) -> Int? {
+        if case .relationship(let i)? = property(named: name) { return i }
+        return nil
+    }
+}

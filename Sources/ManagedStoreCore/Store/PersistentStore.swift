@@ -1,0 +1,121 @@
+import Foundation
+
+/// A backend that keeps a model's objects [NSPersistentStore, NSIncrementalStore]: what the
+/// coordinator and its contexts need from any store, in the library's own values. The SQLite
+/// store is one; a test store over dictionaries is another.
+///
+/// A store opens itself for a model (creating or migrating what it keeps), and then lends
+/// sessions: read sessions on its latest committed state, snapshots that stay on one state,
+/// and write sessions inside one transaction. It holds no contexts and no objects; it reads
+/// and writes rows, and answers checked requests (`StoreFetch`, `PreparedAggregate`) with the
+/// results the in-memory predicate evaluator would give.
+///
+/// Its promises, which the contexts rely on:
+/// - A write session's changes are all committed or none (`write`, `performGroupCommit`), and
+///   a savepoint's are kept or rolled back alone.
+/// - `commitCount` is counted before `write` or `performGroupCommit` returns, and a read begun
+///   after that sees the commit: an acknowledged write is visible to the next read.
+/// - Keys handed out by `allocateKeys` (and the keys of inserted objects) are never handed out
+///   again, even after the objects are deleted.
+package protocol PersistentStore: AnyObject, Sendable {
+    /// The UUID recorded in the store when it was created; part of every object ID.
+    var identifier: UUID { get }
+    var model: ManagedObjectModel { get }
+    /// How the store was opened: its location and options (history, key lifetimes).
+    var storeDescription: StoreDescription { get }
+    /// What opening the store changed in it (empty when it matched, or was created).
+    var appliedMigration: MigrationPlan { get }
+
+    // MARK: Reading
+
+    /// Runs `body` in one read session on the latest committed state. With `throughWriter`,
+    /// the session is on the writer's side of the store (it waits for a write in progress).
+    func read<T>(throughWriter: Bool, _ body: (any StoreReadSession) throws -> T) throws -> T
+    /// How many readers the store lends at once (`withPooledReader`).
+    var readerCount: Int { get }
+    /// Lends one of the store's readers, numbered `0..<readerCount`, with a session on the
+    /// latest committed state; waits while every reader is lent out. A reader is lent to one
+    /// caller at a time, so whatever the caller keeps per reader number is its own.
+    func withPooledReader<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T
+    /// A snapshot that begins at its first read and stays on that state; nil when the store
+    /// keeps no older states.
+    func makeSnapshot() -> (any StoreSnapshot)?
+    /// How long reads have waited for a reader so far.
+    var readerWaitHistogram: Histogram { get }
+
+    // MARK: Writing
+
+    /// Runs `body` in one write transaction, and commits; nothing of it is kept if it throws.
+    func write<T>(_ body: (any StoreWriteSession) throws -> T) throws -> T
+    /// Begins one write transaction, runs `body` with it (where savepoints are taken), and
+    /// commits it if it is still intact when `body` returns; rolls back if `body` throws.
+    /// Writes of other threads wait for it to end.
+    func performGroupCommit<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// How many write transactions have committed since the store was opened.
+    var commitCount: Int { get }
+    /// Calls `observer` after every commit, on the committing thread.
+    func addCommitObserver(_ observer: @escaping @Sendable () -> Void)
+
+    // MARK: Upkeep
+
+    /// Makes what is committed durable in the store's main file (a checkpoint); nothing to do
+    /// for a store without one.
+    func checkpoint() throws(StoreError)
+    /// The problems found in the store's own consistency checks; empty when there are none.
+    func checkIntegrity() throws -> [String]
+    /// The bytes the store's main file and its log take (0 when there are none).
+    var fileSizes: (store: Int64, log: Int64) { get }
+}
+
+/// What a save writes through, inside one transaction of the store: a read session on the
+/// transaction's own state (it sees what the transaction wrote so far) that also writes
+/// [NSIncrementalStore's execute(_:with:) for a save request, and obtainPermanentIDs].
+package protocol StoreWriteSession: StoreReadSession {
+    /// Writes a change set after checking what only the store can check (base versions,
+    /// references, uniqueness), all or nothing: a refusal leaves the transaction as it was
+    /// only if the caller rolls back its savepoint, which `GroupCommit` and `write` do.
+    func write(_ changes: ChangeSet) throws(ChangeSetRejection) -> WrittenChanges
+    /// Reserves `count` keys for new objects of `entity`; returns the first.
+    func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64
+    /// Deletes the recorded saves before `token`; returns how many.
+    func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int
+    /// Keeps `record` with the transaction's writes (replacing an expired one of its key).
+    func storeIdempotencyRecord(_ record: IdempotencyRecord) throws(StoreError)
+    /// Deletes at most `limit` records created before `cutoff`, oldest first; returns how many.
+    func deleteIdempotencyRecords(createdBefore cutoff: Date, limit: Int) throws(StoreError) -> Int
+}
+
+/// One write transaction that several saves share (`PersistentStore.performGroupCommit`),
+/// each in a savepoint of its own.
+///
+/// A store may end the transaction by itself after a failure inside a savepoint (SQLite does,
+/// for a full disk or an I/O error): `isIntact` turns false and every write since it began is
+/// gone; `restart` begins a new one.
+///
+/// Not Sendable: used on the thread that runs the group.
+package protocol StoreTransaction: AnyObject {
+    /// The session the group's saves write through.
+    var session: any StoreWriteSession { get }
+    /// False once the transaction has been rolled back (by the store, or by `rollBack`).
+    var isIntact: Bool { get }
+    /// Begins a new transaction after the last one ended; does nothing while it is intact.
+    func restart() throws(StoreError)
+    /// Rolls the transaction back now.
+    func rollBack()
+    /// Runs `body` in a savepoint: its writes are kept when it returns, rolled back alone when
+    /// it throws. The one place savepoints begin, are released and are rolled back.
+    func inSavepoint<T>(_ body: () throws -> T) throws -> T
+}
+
+/// What a written change set gave back.
+package struct WrittenChanges {
+    /// Each insert's permanent ID, in the order of `changes.inserts`.
+    let insertedIDs: [ManagedObjectID]
+    /// The history transaction recorded with it; nil when it records none.
+    let token: PersistentHistoryToken?
+
+    package init(insertedIDs: [ManagedObjectID], token: PersistentHistoryToken?) {
+        self.insertedIDs = insertedIDs
+        self.token = token
+    }
+}

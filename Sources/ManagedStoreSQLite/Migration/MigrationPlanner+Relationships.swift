@@ -1,0 +1,199 @@
+// Relationships in a lightweight migration, a relationship and its inverse at a time: every
+// relationship has one, and where their links are stored (a foreign key on one side, or a
+// join table) belongs to the pair. Which side stores them follows the names
+// (`ManagedObjectModel.storage`), so a rename can move a one-to-one's links to the other
+// table, or a many-to-many's to a join table of another name with its columns swapped.
+
+import ManagedStoreCore
+
+extension MigrationPlanner {
+    mutating func planRelationships() throws(StoreError) {
+        for entity in destination.schema {
+            for relationship in entity.relationships {
+                let other = destination.schema[relationship.destinationIndex]
+                let inverse = other.relationships[relationship.inverseIndex]
+                // Each pair once, from its first side (a self-inverse relationship is its own pair).
+                guard (entity.index, relationship.index) <= (other.index, inverse.index) else { continue }
+                try planPair((entity, relationship), (other, inverse))
+            }
+        }
+        for old in source.schema {
+            for relationship in old.relationships {
+                let other = source.schema[relationship.destinationIndex]
+                let inverse = other.relationships[relationship.inverseIndex]
+                guard (old.index, relationship.index) <= (other.index, inverse.index) else { continue }
+                if !isContinued(relationship, of: old) && !isContinued(inverse, of: other) {
+                    planRemovedPair((old, relationship), (other, inverse))
+                }
+            }
+        }
+    }
+
+    /// Whether some destination property continues the source `relationship` (as a
+    /// relationship or not: a change of kind is refused from the destination's side).
+    private func isContinued(_ relationship: Relationship, of entity: Entity) -> Bool {
+        match.destinationEntity(of: entity) != nil && match.destinationPropertyName(relationship.name, of: entity) != nil
+    }
+
+    private mutating func planPair(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) throws(StoreError) {
+        // A self-inverse relationship (friends <-> friends) is both sides: look at it once.
+        let isSelfInverse = first.0 === second.0 && first.1.index == second.1.index
+        var refused = false
+        for (entity, relationship) in isSelfInverse ? [first] : [first, second] {
+            if let old = match.sourceEntity(of: entity), let oldName = match.sourcePropertyName(relationship.name, of: entity),
+               old.attributeIndex(oldName) != nil {
+                refuse("\(entity.name).\(relationship.name): was the attribute \(old.name).\(oldName), now a relationship, which cannot be inferred")
+                refused = true
+            }
+        }
+        guard !refused else { return }
+        let oldFirst = match.sourceRelationship(of: first.1, in: first.0)
+        let oldSecond = match.sourceRelationship(of: second.1, in: second.0)
+        switch (oldFirst, oldSecond) {
+        case (nil, nil):
+            try planNewPair(first, second)
+        case let (old?, nil):
+            refuse(pairChange(first, was: old, other: second))
+        case let (nil, old?):
+            refuse(pairChange(second, was: old, other: first))
+        case let (old?, oldInverse?):
+            guard old.1.destinationIndex == oldInverse.0.index, old.1.inverseIndex == oldInverse.1.index else {
+                refuse(pairChange(first, was: old, other: second))
+                return
+            }
+            let sides = isSelfInverse ? [(first, old)] : [(first, old), (second, oldInverse)]
+            for ((entity, relationship), (_, was)) in sides where relationship.isToMany != was.isToMany {
+                refuse("\(entity.name).\(relationship.name): changed from \(Self.kind(was)) to \(Self.kind(relationship)), which cannot be inferred")
+                refused = true
+            }
+            guard !refused else { return }
+            for (now, was) in sides { try planKeptRelationship(now, was: was) }
+            planStorage(first, second, was: old, oldInverse)
+        }
+    }
+
+    /// Why `side`, continuing the source relationship `was`, is no longer in the same pair:
+    /// its destination or its inverse is another.
+    private func pairChange(_ side: (Entity, Relationship), was: (Entity, Relationship), other: (Entity, Relationship)) -> String {
+        let place = "\(side.0.name).\(side.1.name)"
+        let oldDestination = source.schema[was.1.destinationIndex]
+        if match.sourceEntityIndex[other.0.index] != oldDestination.index {
+            return "\(place): destination changed from \(oldDestination.name) to \(other.0.name), which cannot be inferred"
+        }
+        let oldInverse = "\(oldDestination.name).\(oldDestination.relationships[was.1.inverseIndex].name)"
+        let inverse = "\(other.0.name).\(other.1.name)"
+        // The same name, yet not the same relationship: another property took over the old one's data.
+        if inverse == oldInverse { return "\(place): inverse \(inverse) is a new relationship, not the old one of that name, which cannot be inferred" }
+        return "\(place): inverse changed from \(oldInverse) to \(inverse), which cannot be inferred"
+    }
+
+    static func kind(_ relationship: Relationship) -> String { relationship.isToMany ? "to-many" : "to-one" }
+
+    /// One side of a kept pair: its rename, and its rules (delete rule, optional).
+    private mutating func planKeptRelationship(_ now: (Entity, Relationship), was: (Entity, Relationship)) throws(StoreError) {
+        let (entity, relationship) = now
+        if was.1.name != relationship.name {
+            steps.append(.renameRelationship(entity: entity.name, from: was.1.name, to: relationship.name))
+            historyProperty(was.1.name, of: entity, becomes: relationship.name)
+        }
+        var rules: [String] = []
+        if was.1.description.deleteRule != relationship.description.deleteRule { rules.append("deleteRule") }
+        if was.1.description.isOptional != relationship.description.isOptional {
+            if !relationship.description.isOptional, let data {
+                let missing = try data.missingLinkCount(was.0, was.1, model: source)
+                if missing > 0 {
+                    refuse("\(entity.name).\(relationship.name): now required, while \(entity.name) has \(Self.objects(missing)) without one")
+                    return
+                }
+            }
+            rules.append("optional")
+        }
+        if !rules.isEmpty { steps.append(.changeRules(entity: entity.name, property: relationship.name, changed: rules)) }
+    }
+
+    private mutating func planNewPair(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) throws(StoreError) {
+        for (entity, relationship) in [first, second] where !relationship.isToMany && !relationship.description.isOptional {
+            guard let old = match.sourceEntity(of: entity) else { continue }
+            let count = try objectCount(old)
+            if count > 0 {
+                refuse("\(entity.name).\(relationship.name): required relationship added while \(entity.name) has \(Self.objects(count))")
+                return
+            }
+        }
+        steps.append(.addRelationship(entity: first.0.name, relationship: first.1.name, isToMany: first.1.isToMany,
+                                      inverseEntity: second.0.name, inverse: second.1.name, inverseIsToMany: second.1.isToMany))
+        switch Self.links(first, second) {
+        case let .foreignKey(holder, relationship):
+            // A new entity's table is made with the column.
+            if match.sourceEntity(of: holder) != nil { changes.addColumns.append((holder.table, relationship.name, "INTEGER")) }
+        case let .joinTable(table, _, _):
+            changes.createJoinTables.append(table)
+        }
+    }
+
+    private mutating func planRemovedPair(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) {
+        steps.append(.removeRelationship(entity: first.0.name, relationship: first.1.name, inverseEntity: second.0.name, inverse: second.1.name))
+        for (old, relationship) in [first, second] {
+            if let entity = match.destinationEntity(of: old) { historyProperty(relationship.name, of: entity, becomes: nil) }
+        }
+        switch Self.links(first, second) {
+        case let .foreignKey(holder, relationship):
+            // A removed entity's table goes with the column.
+            if let entity = match.destinationEntity(of: holder) { changes.dropColumns.append((entity.table, relationship.name)) }
+        case let .joinTable(table, _, _):
+            changes.dropJoinTables.append(table)
+        }
+    }
+
+    /// Where a kept pair's links go: the same column (renamed with its relationship), the
+    /// other side's table (a one-to-one whose rename moved them), or a join table of another
+    /// name (its columns swapped when the other side now names it).
+    private mutating func planStorage(_ first: (Entity, Relationship), _ second: (Entity, Relationship),
+                                      was oldFirst: (Entity, Relationship), _ oldSecond: (Entity, Relationship)) {
+        switch (Self.links(first, second), Self.links(oldFirst, oldSecond)) {
+        case let (.foreignKey(holder, relationship), .foreignKey(oldHolder, oldRelationship)):
+            if continues(holder, relationship, oldHolder, oldRelationship) {
+                if oldRelationship.name != relationship.name {
+                    changes.renameColumns.append((holder.table, oldRelationship.name, relationship.name))
+                }
+            } else if let from = match.destinationEntity(of: oldHolder) {
+                steps.append(.moveLinks(entity: first.0.name, relationship: first.1.name, toTableOf: holder.name))
+                changes.addColumns.append((holder.table, relationship.name, "INTEGER"))
+                changes.fills.append(.links(table: holder.table, column: relationship.name, fromTable: from.table, fromColumn: oldRelationship.name))
+                changes.dropColumns.append((from.table, oldRelationship.name))
+            }
+        case let (.joinTable(table, owner, ownerRelationship), .joinTable(oldTable, oldOwner, oldOwnerRelationship)):
+            let sameOwner = continues(owner, ownerRelationship, oldOwner, oldOwnerRelationship)
+            if table != oldTable || !sameOwner {
+                changes.moveJoinTables.append((oldTable, table, swapsColumns: !sameOwner))
+            }
+        default:
+            break  // cardinalities are the same, so the kinds of storage are: checked before
+        }
+    }
+
+    /// Whether the destination `relationship` of `entity` continues `oldRelationship` of `old`.
+    private func continues(_ entity: Entity, _ relationship: Relationship, _ old: Entity, _ oldRelationship: Relationship) -> Bool {
+        match.sourceEntityIndex[entity.index] == old.index && match.sourcePropertyName(relationship.name, of: entity) == oldRelationship.name
+    }
+
+    /// Where a pair's links are stored, named by the side that stores them.
+    enum Links {
+        /// In `relationship`'s column of `entity`'s table.
+        case foreignKey(Entity, Relationship)
+        /// In the join table `table` (quoted), whose `a` column holds the keys of `entity`,
+        /// the side of `relationship`.
+        case joinTable(String, Entity, Relationship)
+    }
+
+    static func links(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) -> Links {
+        switch first.1.sql {
+        case .foreignKey:
+            return .foreignKey(first.0, first.1)
+        case .inverseForeignKey:
+            return .foreignKey(second.0, second.1)
+        case let .joinTable(table, ownColumn, _):
+            return ownColumn == "\"a\"" ? .joinTable(table, first.0, first.1) : .joinTable(table, second.0, second.1)
+        }
+    }
+}

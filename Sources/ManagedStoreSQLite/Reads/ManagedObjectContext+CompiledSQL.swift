@@ -1,0 +1,27 @@
+// The SQL the SQLite store runs for a request: for explaining a slow fetch or aggregate (feed
+// it to EXPLAIN QUERY PLAN), and for tests.
+
+import ManagedStoreCore
+
+extension ManagedObjectContext {
+    /// The SQL and parameters `request` runs as (objects, store only): the request parsed,
+    /// checked against the model and compiled, without running it.
+    public func compiledSQL(for request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
+        assertOnQueue()
+        return try compiledSQL(request)
+    }
+
+    func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
+        let prepared = try prepare(request)
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        let sql = SQLiteFetch.selectSQL(prepared, columns: EntityTable(prepared.entity).rowColumnsSQL, query: &query,
+                                        limit: request.fetchLimit, offset: request.fetchOffset)
+        return (sql, query.bindings)
+    }
+
+    /// The SQL and parameters an aggregate request runs as.
+    public func compiledSQL(for request: AggregateRequest) throws(AggregateError) -> (sql: String, bindings: [AttributeValue]) {
+        assertOnQueue()
+        return SQLiteAggregate.compile(try prepare(request), model: coordinator.model)
+    }
+}
