@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
+.PHONY: deps build server run demo test test-unit test-dictionary-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -30,6 +30,14 @@ test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test
 
 test-unit: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
+	$(MAKE) test-dictionary-store
+
+# The library's context, fault, save, conflict and merge-policy suites again, their in-memory
+# containers on the dictionary store (Tests/Support): a second implementation of the store
+# protocol, the proof that the contexts need nothing of SQLite's.
+DICTIONARY_SUITES = ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests
+test-dictionary-store: deps
+	MANAGEDSTORE_TEST_STORE=dictionary SWIFT=$(SWIFT) ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(DICTIONARY_SUITES))/'
 
 test-tsan: deps
 	MANAGEDSTORE_STRESS_SECONDS=2 SWIFT=$(SWIFT) ./scripts/test-unit.sh --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests

@@ -60,14 +60,23 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // What both test targets share: the dictionary store (a second implementation of the
+        // store protocol) and the table of the five merge policies.
+        .target(
+            name: "ManagedStoreTestSupport",
+            dependencies: ["ManagedStoreCore"],
+            path: "Tests/Support",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "ManagedStoreTests",
-            dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite"],
+            dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "ManagedStoreServerTests",
-            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStoreTestSupport",
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -3,10 +3,24 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+import ManagedStoreTestSupport
 @testable import ManagedStoreServer
 
+extension MergePolicyTable.Value {
+    /// The value as a request body writes it: P2 is `Project/2`, G3 is `Tag/3`.
+    var json: String {
+        switch self {
+        case .text(let s): return "\"\(s)\""
+        case .number(let n): return "\(n)"
+        case .flag(let b): return "\(b)"
+        case .project(let p): return p.map { "\"\(MergePolicyHTTPTests.projectID($0))\"" } ?? "null"
+        case .tags(let t): return "[" + t.map { "\"\(MergePolicyHTTPTests.tagID($0))\"" }.joined(separator: ", ") + "]"
+        }
+    }
+}
+
 /// The five merge policies over HTTP, held to the API contract ("Writes, versions and merge
-/// policies"): the library's table (`MergePolicyTests`) run through `PATCH`/`DELETE` with
+/// policies"): the library's table (`MergePolicyTable`, which `MergePolicyTests` runs through contexts) run through `PATCH`/`DELETE` with
 /// `If-Match` and through `POST /v1/transactions` with an operation's `version`, the policy
 /// named by `?merge=`, by `Merge-Policy` or by the server's default; the 409 body; uniqueness
 /// on insert; and a seeded race of two writers against a plain reference model of the policies.
@@ -18,32 +32,8 @@ import Testing
 struct MergePolicyHTTPTests {
     // MARK: Values
 
-    /// A property value in the table: an attribute's, a project's name (nil: none), or tag labels.
-    enum Value: Sendable, Equatable, CustomStringConvertible {
-        case text(String), number(Int64), flag(Bool), project(String?), tags([String])
-
-        var description: String {
-            switch self {
-            case .text(let s): return "\"\(s)\""
-            case .number(let n): return "\(n)"
-            case .flag(let b): return "\(b)"
-            case .project(let p): return "project \(p ?? "none")"
-            case .tags(let t): return "tags \(t)"
-            }
-        }
-
-        /// The value as a request body writes it: P2 is `Project/2`, G3 is `Tag/3`.
-        var json: String {
-            switch self {
-            case .text(let s): return "\"\(s)\""
-            case .number(let n): return "\(n)"
-            case .flag(let b): return "\(b)"
-            case .project(let p): return p.map { "\"\(MergePolicyHTTPTests.projectID($0))\"" } ?? "null"
-            case .tags(let t): return "[" + t.map { "\"\(MergePolicyHTTPTests.tagID($0))\"" }.joined(separator: ", ") + "]"
-            }
-        }
-    }
-
+    // The table is the library tests' too (Tests/Support/MergePolicyTable.swift).
+    typealias Value = MergePolicyTable.Value
     typealias Values = [String: Value]
 
     static func projectID(_ name: String) -> String { "Project/\(name.dropFirst())" }
@@ -143,77 +133,10 @@ struct MergePolicyHTTPTests {
 
     // MARK: The table
 
-    /// One scenario of the library's table: C (the store's change), R (the request's, nil for a
-    /// delete), and per policy the task afterwards (nil: deleted); `error` leaves the store's.
-    struct Case: CustomTestStringConvertible, Sendable {
-        let name: String
-        let store: Values
-        let mine: Values?
-        let expected: [String: Values?]
-        var testDescription: String { name }
-        /// R ∩ C: what `Merge-Conflicts` and a conflict's `properties` name. A DELETE sets no
-        /// property, so it names none.
-        var conflicting: Set<String> { Set(mine?.keys.map { $0 } ?? []).intersection(store.keys) }
-    }
-
-    /// The task as first saved: version 1.
-    static let base: Values = ["title": .text("t0"), "priority": .number(1), "done": .flag(false), "project": .project("P1"), "tags": .tags(["G1"])]
-    static func with(_ changes: Values) -> Values? { base.merging(changes) { _, new in new } }
-    static let deleted: Values? = nil
-
-    /// `MergePolicyTests.cases`, value for value.
-    static let cases: [Case] = [
-        Case(name: "disjoint attributes", store: ["title": .text("store"), "priority": .number(2)], mine: ["done": .flag(true)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "object-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "overwrite": with(["done": .flag(true)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "overlapping attributes", store: ["title": .text("store"), "priority": .number(2)], mine: ["title": .text("mine"), "done": .flag(true)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "object-trump": with(["title": .text("mine"), "priority": .number(2), "done": .flag(true)]),
-            "overwrite": with(["title": .text("mine"), "done": .flag(true)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "equal attribute sets", store: ["title": .text("store"), "priority": .number(2)], mine: ["title": .text("mine"), "priority": .number(3)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2)]),
-            "object-trump": with(["title": .text("mine"), "priority": .number(3)]),
-            "overwrite": with(["title": .text("mine"), "priority": .number(3)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "a to-one changed on both sides", store: ["project": .project("P2")], mine: ["project": .project("P3"), "done": .flag(true)], expected: [
-            "store-trump": with(["project": .project("P2"), "done": .flag(true)]),
-            "object-trump": with(["project": .project("P3"), "done": .flag(true)]),
-            "overwrite": with(["project": .project("P3"), "done": .flag(true)]),
-            "rollback": with(["project": .project("P2")]),
-        ]),
-        Case(name: "a to-one changed by the store, an attribute by the request", store: ["project": .project("P2")], mine: ["title": .text("mine")], expected: [
-            "store-trump": with(["project": .project("P2"), "title": .text("mine")]),
-            "object-trump": with(["project": .project("P2"), "title": .text("mine")]),
-            "overwrite": with(["title": .text("mine")]),
-            "rollback": with(["project": .project("P2")]),
-        ]),
-        Case(name: "a to-many changed on both sides", store: ["tags": .tags(["G1", "G2"])], mine: ["tags": .tags(["G3"])], expected: [
-            "store-trump": with(["tags": .tags(["G1", "G2"])]),
-            "object-trump": with(["tags": .tags(["G3"])]),
-            "overwrite": with(["tags": .tags(["G3"])]),
-            "rollback": with(["tags": .tags(["G1", "G2"])]),
-        ]),
-        Case(name: "a delete based on a version the store changed", store: ["title": .text("store")], mine: nil, expected: [
-            "store-trump": with(["title": .text("store")]),
-            "object-trump": Self.deleted,
-            "overwrite": Self.deleted,
-            "rollback": with(["title": .text("store")]),
-        ]),
-        // Beyond the library's table: a delete where the store moved both relationships, so
-        // that the inverses of the deleted (or kept) task are checked too.
-        Case(name: "a delete based on a version whose relationships the store changed", store: ["project": .project("P2"), "tags": .tags(["G2", "G3"])], mine: nil, expected: [
-            "store-trump": with(["project": .project("P2"), "tags": .tags(["G2", "G3"])]),
-            "object-trump": Self.deleted,
-            "overwrite": Self.deleted,
-            "rollback": with(["project": .project("P2"), "tags": .tags(["G2", "G3"])]),
-        ]),
-    ]
+    typealias Case = MergePolicyTable.Case
+    static let base = MergePolicyTable.base
+    static func with(_ changes: Values) -> Values? { MergePolicyTable.with(changes) }
+    static let cases = MergePolicyTable.cases
 
     static let policies = MergePolicy.builtIn.map(\.name)
 

@@ -3,6 +3,7 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+import ManagedStoreTestSupport
 
 @Suite("Contexts, objects and IDs")
 struct ContextTests {
@@ -321,11 +322,18 @@ struct ContextTests {
         #expect(viaTask == 1)
     }
 
+    @Test("the suites' in-memory containers are on the store the run names (MANAGEDSTORE_TEST_STORE)")
+    func containersOnTheNamedStore() throws {
+        let container = try Fixtures.container()
+        #expect((container.coordinator.store is DictionaryStore) == TestStore.isDictionary)
+        #expect((container.coordinator.store is SQLiteStore) == !TestStore.isDictionary)
+    }
+
     @Test("using a context off its queue traps with a message")
     func offQueueTraps() async {
         await #expect(processExitsWith: .failure) {
             // Exit cleanly if the container cannot be made, so that only the trap passes the test.
-            guard let container = try? PersistentContainer(model: .taskTracker(), store: .inMemory) else { exit(0) }
+            guard let container = try? Fixtures.container() else { exit(0) }
             _ = container.viewContext.insertNewObject(forEntityName: "Task")
         }
     }
@@ -334,7 +342,7 @@ struct ContextTests {
     func objectOffQueueTraps() async {
         await #expect(processExitsWith: .failure) {
             // Exit cleanly if the container cannot be made, so that only the trap passes the test.
-            guard let container = try? PersistentContainer(model: .taskTracker(), store: .inMemory) else { exit(0) }
+            guard let container = try? Fixtures.container() else { exit(0) }
             let context = container.newBackgroundContext()
             nonisolated(unsafe) var leaked: ManagedObject?
             context.performAndWait { leaked = context.insertNewObject(forEntityName: "Task") }

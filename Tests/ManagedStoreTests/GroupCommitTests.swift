@@ -53,7 +53,7 @@ struct GroupCommitTests {
 
     @Test("an error after saves in a group commit leaves nothing written")
     func failingGroupWritesNothing() throws {
-        let container = try PersistentContainer(model: .taskTracker(), store: .inMemory)
+        let container = try Fixtures.container()
         let writer = ManagedObjectContext(coordinator: container.coordinator, name: "writer", readsThroughWriter: true)
         struct Abort: Error {}
         #expect(throws: Abort.self) {

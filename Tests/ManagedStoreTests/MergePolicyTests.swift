@@ -3,97 +3,19 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+import ManagedStoreTestSupport
 
 /// The five merge policies, property by property: a task read at version 1, a change C another
 /// context saves first, and a change R this context saves after it under each policy. Every row
 /// states the exact task after the save, and the inverse relationships must agree with it.
 @Suite("Merge policies")
 struct MergePolicyTests {
-    /// One scenario: C (the store's change), R (this context's), and per policy the outcome.
-    struct Case: CustomTestStringConvertible, Sendable {
-        let name: String
-        let store: [String: Value]
-        let mine: [String: Value]?  // nil: this context deletes the task
-        /// Per policy name: the task's values after the save, or nil when it is deleted;
-        /// `error` always fails and leaves the store's change.
-        let expected: [String: [String: Value]?]
-        var testDescription: String { name }
-    }
-
-    /// A property value in the table: an attribute's, a project's name, or tag labels.
-    enum Value: Sendable, Equatable, CustomStringConvertible {
-        case text(String), number(Int64), flag(Bool), project(String), tags([String])
-        var description: String {
-            switch self {
-            case .text(let s): return s
-            case .number(let n): return "\(n)"
-            case .flag(let b): return "\(b)"
-            case .project(let p): return "project \(p)"
-            case .tags(let t): return "tags \(t)"
-            }
-        }
-    }
-
-    /// The task as first saved: version 1.
-    static let base: [String: Value] = ["title": .text("t0"), "priority": .number(1), "done": .flag(false), "project": .project("P1"), "tags": .tags(["G1"])]
-
-    static func with(_ changes: [String: Value]) -> [String: Value]? { base.merging(changes) { _, new in new } }
-    /// The task is gone.
-    static let deleted: [String: Value]? = nil
-
-    static let cases: [Case] = [
-        Case(name: "disjoint attributes", store: ["title": .text("store"), "priority": .number(2)], mine: ["done": .flag(true)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "object-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "overwrite": with(["done": .flag(true)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "overlapping attributes", store: ["title": .text("store"), "priority": .number(2)], mine: ["title": .text("mine"), "done": .flag(true)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2), "done": .flag(true)]),
-            "object-trump": with(["title": .text("mine"), "priority": .number(2), "done": .flag(true)]),
-            "overwrite": with(["title": .text("mine"), "done": .flag(true)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "equal attribute sets", store: ["title": .text("store"), "priority": .number(2)], mine: ["title": .text("mine"), "priority": .number(3)], expected: [
-            "store-trump": with(["title": .text("store"), "priority": .number(2)]),
-            "object-trump": with(["title": .text("mine"), "priority": .number(3)]),
-            "overwrite": with(["title": .text("mine"), "priority": .number(3)]),
-            "rollback": with(["title": .text("store"), "priority": .number(2)]),
-        ]),
-        Case(name: "a to-one changed on both sides", store: ["project": .project("P2")], mine: ["project": .project("P3"), "done": .flag(true)], expected: [
-            "store-trump": with(["project": .project("P2"), "done": .flag(true)]),
-            "object-trump": with(["project": .project("P3"), "done": .flag(true)]),
-            "overwrite": with(["project": .project("P3"), "done": .flag(true)]),
-            "rollback": with(["project": .project("P2")]),
-        ]),
-        Case(name: "a to-one changed by the store, an attribute here", store: ["project": .project("P2")], mine: ["title": .text("mine")], expected: [
-            "store-trump": with(["project": .project("P2"), "title": .text("mine")]),
-            "object-trump": with(["project": .project("P2"), "title": .text("mine")]),
-            "overwrite": with(["title": .text("mine")]),
-            "rollback": with(["project": .project("P2")]),
-        ]),
-        Case(name: "a to-many changed on both sides", store: ["tags": .tags(["G1", "G2"])], mine: ["tags": .tags(["G3"])], expected: [
-            "store-trump": with(["tags": .tags(["G1", "G2"])]),
-            "object-trump": with(["tags": .tags(["G3"])]),
-            "overwrite": with(["tags": .tags(["G3"])]),
-            "rollback": with(["tags": .tags(["G1", "G2"])]),
-        ]),
-        // R is what this context sets, also to the value the store holds now: overwrite keeps it
-        // (it does not go back to the base version as "C minus R").
-        Case(name: "a property set to the value the store changed it to", store: ["title": .text("store"), "project": .project("P2")],
-             mine: ["title": .text("store"), "project": .project("P2"), "done": .flag(true)], expected: [
-            "store-trump": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
-            "object-trump": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
-            "overwrite": with(["title": .text("store"), "project": .project("P2"), "done": .flag(true)]),
-            "rollback": with(["title": .text("store"), "project": .project("P2")]),
-        ]),
-        Case(name: "a delete based on a version the store changed", store: ["title": .text("store")], mine: nil, expected: [
-            "store-trump": with(["title": .text("store")]),
-            "object-trump": Self.deleted,
-            "overwrite": Self.deleted,
-            "rollback": with(["title": .text("store")]),
-        ]),
-    ]
+    // The table is the server tests' too (Tests/Support/MergePolicyTable.swift).
+    typealias Case = MergePolicyTable.Case
+    typealias Value = MergePolicyTable.Value
+    static let base = MergePolicyTable.base
+    static let cases = MergePolicyTable.cases
+    static func with(_ changes: [String: Value]) -> [String: Value]? { MergePolicyTable.with(changes) }
 
     /// A store with projects P1-P3, tags G1-G3 and the task at its base values; returns the
     /// task's ID.
@@ -131,7 +53,7 @@ struct MergePolicyTests {
             case .text(let s): task.setValue(s, forKey: name)
             case .number(let n): task.setValue(n, forKey: name)
             case .flag(let b): task.setValue(b, forKey: name)
-            case .project(let p): task.setObject(try find("Project", "name", p), forKey: name)
+            case .project(let p): task.setObject(try p.map { try find("Project", "name", $0) }, forKey: name)
             case .tags(let labels): task.setObjects(try labels.map { try find("Tag", "label", $0) }, forKey: name)
             }
         }
@@ -156,7 +78,7 @@ struct MergePolicyTests {
             return [
                 "title": .text(task.value("title", as: String.self) ?? ""), "priority": .number(task.value("priority", as: Int64.self) ?? -1),
                 "done": .flag(task.value("done", as: Bool.self) ?? false),
-                "project": .project(task.object(forKey: "project")?.value("name", as: String.self) ?? "-"),
+                "project": .project(task.object(forKey: "project")?.value("name", as: String.self)),
                 "tags": .tags(task.objects(forKey: "tags").compactMap { $0.value("label", as: String.self) }),
             ]
         }

@@ -17,7 +17,7 @@ struct OneToOneTests {
 
     @Test("each side is kept up to date, a partner taken over is released, and the store agrees")
     func inverseMaintenance() throws {
-        let container = try PersistentContainer(model: Self.model, store: .inMemory)
+        let container = try Fixtures.container(model: Self.model)
         let context = container.newBackgroundContext()
         let (ann, bob, p1) = try context.performAndWait {
             let ann = context.insertNewObject(forEntityName: "Person"); ann.setValue("Ann", forKey: "name")

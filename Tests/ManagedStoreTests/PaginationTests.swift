@@ -8,7 +8,7 @@ import Testing
 struct PaginationTests {
     /// Tasks with repeated priorities, mixed-case titles and null estimates, so ties and nulls matter.
     static func seeded(count: Int = 40) throws -> PersistentContainer {
-        let container = try PersistentContainer(model: .taskTracker(), store: .inMemory)
+        let container = try Fixtures.container()
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let titles = ["beta", "Alpha", "alpha", "Beta", "éclair", "Eclair", "zulu", "Zulu"]
@@ -132,7 +132,7 @@ struct PaginationTests {
 
     @Test("sort keys through to-one relationships order by the related value")
     func sortThroughToOne() throws {
-        let container = try PersistentContainer(model: .taskTracker(), store: .inMemory)
+        let container = try Fixtures.container()
         let context = container.newBackgroundContext()
         try context.performAndWait {
             for (name, titles) in [("b", ["x", "y"]), ("a", ["z"])] {

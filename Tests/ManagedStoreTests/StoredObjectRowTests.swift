@@ -102,7 +102,7 @@ struct StoredObjectRowTests {
 
     @Test("a one-to-one is found from the side that does not hold the key")
     func oneToOneFromEitherSide() throws {
-        let container = try PersistentContainer(model: OneToOneTests.model, store: .inMemory)
+        let container = try Fixtures.container(model: OneToOneTests.model)
         let context = container.newBackgroundContext()
         let (person, passport, loner) = try context.performAndWait {
             let person = context.insertNewObject(forEntityName: "Person")

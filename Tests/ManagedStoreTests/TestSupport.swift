@@ -2,6 +2,7 @@ import Foundation
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+import ManagedStoreTestSupport
 
 /// A fresh store file in its own temporary folder, removed when the value goes away.
 final class TemporaryStore: Sendable {
@@ -16,12 +17,24 @@ final class TemporaryStore: Sendable {
     deinit { try? FileManager.default.removeItem(at: directory) }
 }
 
+/// Which store the suites' in-memory containers are: the SQLite store's in-memory database
+/// (the default), or the dictionary store (`MANAGEDSTORE_TEST_STORE=dictionary`, which
+/// `scripts/test-unit.sh` sets for a second run of the context, fault, save, conflict and
+/// merge-policy suites).
+enum TestStore {
+    static let isDictionary = ProcessInfo.processInfo.environment["MANAGEDSTORE_TEST_STORE"] == "dictionary"
+}
+
 enum Fixtures {
     static let tracker = ManagedObjectModel.taskTracker()
 
-    /// A container over the task tracker, in memory or in a file.
+    /// A container over the task tracker, in memory or in a file. In memory it is the
+    /// dictionary store when `TestStore.isDictionary`.
     static func container(_ store: StoreDescription = .inMemory, model: ManagedObjectModel = tracker) throws -> PersistentContainer {
-        try PersistentContainer(model: model, store: store)
+        if TestStore.isDictionary, store.location == .inMemory {
+            return PersistentContainer(coordinator: PersistentStoreCoordinator(model: model, store: DictionaryStore(model: model, description: store)))
+        }
+        return try PersistentContainer(model: model, store: store)
     }
 
     /// Inserts a project named `name` with `taskTitles` tasks, saves, and returns their IDs.

@@ -44,7 +44,7 @@ struct ValidationTests {
     }()
 
     static func makeContainer() throws -> PersistentContainer {
-        try PersistentContainer(model: model, store: .inMemory)
+        try Fixtures.container(model: model)
     }
 
     /// One broken rule, in a form that compares.
@@ -280,7 +280,7 @@ struct ValidationTests {
         ("prefixes", "catfish", true), ("prefixes", "catfishes", false),
     ])
     func patternsOfEveryKindMatchWholeString(_ key: String, _ text: String, _ matches: Bool) throws {
-        let container = try PersistentContainer(model: Self.patternModel, store: .inMemory)
+        let container = try Fixtures.container(model: Self.patternModel)
         let context = container.newBackgroundContext()
         let id = context.performAndWait {
             let object = context.insertNewObject(forEntityName: "Coded")
@@ -377,7 +377,7 @@ struct ValidationTests {
         let model = try ManagedObjectModel(name: "NaN", entities: [
             EntityDescription(name: "Reading", attributes: [AttributeDescription(name: "value", type: .double, isOptional: false)]),
         ])
-        let container = try PersistentContainer(model: model, store: .inMemory)
+        let container = try Fixtures.container(model: model)
         let context = container.newBackgroundContext()
         let outcome: Result<ManagedObjectID, SaveError> = context.performAndWait {
             let reading = context.insertNewObject(forEntityName: "Reading")
@@ -402,7 +402,7 @@ struct ValidationTests {
         let model = try ManagedObjectModel(name: "DecimalNaN", entities: [
             EntityDescription(name: "Price", attributes: [AttributeDescription(name: "value", type: .decimal)]),
         ])
-        let container = try PersistentContainer(model: model, store: .inMemory)
+        let container = try Fixtures.container(model: model)
         let context = container.newBackgroundContext()
         let id = context.performAndWait {
             let price = context.insertNewObject(forEntityName: "Price")

@@ -17,8 +17,8 @@ enum RelationshipState: Sendable {
 /// A fetched object is a fault (`isFault`) until a property is read; relationships fault on
 /// their own, and a to-many relationship is read from the store the first time it is used.
 ///
-/// The stored state is `@exclusivity(unchecked)`: Swift's run-time exclusivity checks cost about
-/// a tenth of a bulk insert. What makes that safe: an object is used only on its context's
+/// The stored state is `@exclusivity(unchecked)`: Swift's run-time exclusivity checks run on
+/// every access, a share of a bulk insert worth taking back. What makes that safe: an object is used only on its context's
 /// queue (every entry point checks), so no two threads touch it; and every access inside this
 /// module is a short read or write that calls nothing able to reach the same object again (no
 /// property is passed `inout`, no modify access spans a call into user code).

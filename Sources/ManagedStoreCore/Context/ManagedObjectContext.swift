@@ -177,8 +177,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// on the queue already, it runs `body` at once.
     ///
     /// Inlinable so that it is specialized for `T` in the caller's module: unspecialized, every
-    /// call looked up the metadata of `Result<T, Error>` and `T?` at run time, about a thousand
-    /// instructions on each read of one object.
+    /// call looked up the metadata of `Result<T, Error>` and `T?` at run time, on each read of
+    /// one object.
     @inlinable
     public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
         if isOnQueue { return try body() }
@@ -198,8 +198,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     }
 
     /// `queue.sync` through Dispatch's plain `() -> Void` entry point, with the thread marked as
-    /// running this context: the generic, throwing `sync` runs unspecialized helper layers that
-    /// cost several thousand instructions per call.
+    /// running this context: the generic, throwing `sync` runs layers of unspecialized helpers
+    /// on every call.
     @usableFromInline
     func runOnQueue(_ block: () -> Void) {
         queue.sync { runBlock(block) }

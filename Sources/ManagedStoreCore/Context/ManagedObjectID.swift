@@ -33,7 +33,7 @@ public struct ManagedObjectID: Sendable, Hashable, Codable, CustomStringConverti
 
     /// Hashes the key only: IDs with the same key in another entity or store are rare in one
     /// table, equality still compares everything, and a save hashes every ID it touches
-    /// several times (hashing the UUID and name was 15% of an insert's instructions).
+    /// several times (hashing the UUID and the name was a large share of an insert).
     public func hash(into hasher: inout Hasher) {
         switch key {
         case .permanent(let pk): hasher.combine(pk)

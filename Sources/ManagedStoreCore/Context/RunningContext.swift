@@ -7,8 +7,8 @@ import Darwin
 /// Which context's block the current thread is running, if any: what `assertOnQueue` checks.
 ///
 /// Every access to a context or one of its objects asks this, so it must be cheap. A thread
-/// key read costs a few instructions; `DispatchQueue.getSpecific` cost about 190 per call,
-/// a tenth of a bulk insert. Contexts run code only through `perform` and `performAndWait`,
+/// key read costs a few instructions; `DispatchQueue.getSpecific` takes a lock and a lookup
+/// per call, a large share of a bulk insert. Contexts run code only through `perform` and `performAndWait`,
 /// which mark the thread for the length of the block and restore the previous mark after, so
 /// a `performAndWait` on another context nested inside a block sees that context, as
 /// `DispatchQueue.getSpecific` would.

@@ -321,7 +321,7 @@ struct PredicateChecker {
 
         // Constant against constant: decided now.
         if case .value(let a) = lhs, case .value(let b) = rhs {
-            return .constant(PredicateEvaluator.compare(a, op, b, options: comparison.options))
+            return .constant(PredicateSemantics.compare(a, op, b, options: comparison.options))
         }
         // A constant on the left of a plain comparison: mirror it, so constants sit on the right.
         if case .value = lhs, !(op.isStringOperator || op == .in || op == .between) {

@@ -16,7 +16,7 @@ package struct PreparedFetch {
     package var deadline: UInt64?
 
     /// Throws `timedOut` once the deadline has passed (the in-memory steps check it as they go).
-    func checkDeadline() throws(FetchError) {
+    package func checkDeadline() throws(FetchError) {
         if let deadline, DispatchTime.now().uptimeNanoseconds >= deadline, let timeout = request.timeout { throw .timedOut(timeout) }
     }
 

@@ -1,15 +1,34 @@
 import Foundation
 
-/// Evaluates a checked predicate on objects in memory, with the SQL builder's semantics:
-/// unsaved objects and pending changes answer exactly as the store would after a save.
-struct PredicateEvaluator {
-    let context: ManagedObjectContext
+/// The objects a predicate is evaluated on, and how to walk from one to another: a context's
+/// objects (`ContextGraph`: unsaved changes included), or a store's stored rows (a store that
+/// answers fetches in memory).
+package protocol PredicateGraph {
+    associatedtype Node
+    func objectID(of node: Node) -> ManagedObjectID
+    /// False for an object whose stored row is gone.
+    func isAccessible(_ node: Node) -> Bool
+    func attribute(_ index: Int, of node: Node) -> AttributeValue
+    /// The ID of to-one `relationship`'s destination; nil when there is none.
+    func toOneID(_ relationship: Int, of node: Node) -> ManagedObjectID?
+    /// To-one `relationship`'s destination; nil when there is none, or it is gone.
+    func toOne(_ relationship: Int, of node: Node) -> Node?
+    /// To-many `relationship`'s destinations in primary-key order, deleted ones left out.
+    func toMany(_ relationship: Int, of node: Node) -> [Node]
+}
+
+/// Evaluates a checked predicate on objects in memory, with the semantics the SQLite store
+/// gives it in SQL: unsaved objects and pending changes answer exactly as the store would after
+/// a save, and a store that evaluates in memory answers as the SQLite store does.
+package struct PredicateEvaluator<Graph: PredicateGraph> {
+    package typealias Object = Graph.Node
+    let graph: Graph
     /// SUBQUERY variables bound to the object they stand for.
-    private var variables: [String: ManagedObject] = [:]
+    private var variables: [String: Object] = [:]
 
-    init(context: ManagedObjectContext) { self.context = context }
+    package init(graph: Graph) { self.graph = graph }
 
-    func evaluate(_ predicate: CheckedPredicate, on object: ManagedObject) -> Bool {
+    package func evaluate(_ predicate: CheckedPredicate, on object: Object) -> Bool {
         switch predicate {
         case .constant(let b): return b
         case .and(let ps): return ps.allSatisfy { evaluate($0, on: object) }
@@ -19,36 +38,31 @@ struct PredicateEvaluator {
         }
     }
 
-    private func evaluate(_ c: CheckedComparison, on object: ManagedObject) -> Bool {
+    private func evaluate(_ c: CheckedComparison, on object: Object) -> Bool {
         let right = rightSide(c.rhs, on: object)
         switch c.quantifier {
         case .scalar:
-            return Self.compare(scalar(c.lhs, on: object), c.op, right, options: c.options)
+            return PredicateSemantics.compare(scalar(c.lhs, on: object), c.op, right, options: c.options)
         case .any, .all, .none:
             guard case .keyPath(let keyPath) = c.lhs else { return false }
             let elements = collection(keyPath, from: object)
             switch c.quantifier {
-            case .any: return elements.contains { Self.compare($0, c.op, right, options: c.options) }
-            case .all: return elements.allSatisfy { Self.compare($0, c.op, right, options: c.options) }
-            default: return !elements.contains { Self.compare($0, c.op, right, options: c.options) }
+            case .any: return elements.contains { PredicateSemantics.compare($0, c.op, right, options: c.options) }
+            case .all: return elements.allSatisfy { PredicateSemantics.compare($0, c.op, right, options: c.options) }
+            default: return !elements.contains { PredicateSemantics.compare($0, c.op, right, options: c.options) }
             }
         }
     }
 
     /// The right side: a value, or a list for IN and BETWEEN.
-    private func rightSide(_ operand: CheckedOperand, on object: ManagedObject) -> Operand {
+    private func rightSide(_ operand: CheckedOperand, on object: Object) -> PredicateSemantics.Operand {
         if case .list(let items) = operand { return .list(items) }
         return .value(scalar(operand, on: object))
     }
 
-    enum Operand {
-        case value(PredicateValue)
-        case list([PredicateValue])
-    }
-
     // MARK: Values
 
-    func scalar(_ operand: CheckedOperand, on object: ManagedObject) -> PredicateValue {
+    func scalar(_ operand: CheckedOperand, on object: Object) -> PredicateValue {
         switch operand {
         case .value(let v): return v
         case .list: return .null
@@ -60,7 +74,7 @@ struct PredicateEvaluator {
                 guard let attribute, case .attribute(let v) = value(attribute, from: member), !v.isNull else { return nil }
                 return v
             }
-            return .attribute(Self.aggregate(function, values))
+            return .attribute(PredicateSemantics.aggregate(function, values))
         case let .subqueryCount(collectionPath, variable, predicate):
             var inner = self
             var count: Int64 = 0
@@ -70,6 +84,93 @@ struct PredicateEvaluator {
             }
             return .attribute(.integer(count))
         }
+    }
+
+    /// Every value a key path reaches: one for a scalar path (null when a to-one on the way is
+    /// nil), any number for a path through to-many relationships.
+    func collection(_ keyPath: ResolvedKeyPath, from object: Object) -> [PredicateValue] {
+        objects(keyPath, from: object, stoppingBeforeTerminal: true).map { owner in
+            guard let owner else { return .null }
+            return terminalValue(keyPath.terminal, of: owner)
+        }
+    }
+
+    /// The value of a scalar key path.
+    package func value(_ keyPath: ResolvedKeyPath, from object: Object) -> PredicateValue {
+        collection(keyPath, from: object).first ?? .null
+    }
+
+    /// The objects a path's steps reach (nil where a to-one on the way is nil). With
+    /// `stoppingBeforeTerminal` false, the path must end at objects (a to-many step).
+    func objects(_ keyPath: ResolvedKeyPath, from object: Object, stoppingBeforeTerminal: Bool = false) -> [Object?] {
+        var current: [Object?]
+        switch keyPath.root {
+        case .object: current = [object]
+        case .variable(let name): current = [variables[name]]
+        }
+        for step in keyPath.steps {
+            var next: [Object?] = []
+            for owner in current {
+                guard let owner, graph.isAccessible(owner) else {
+                    if !step.isToMany { next.append(nil) }  // a nil to-one stays a null value; a to-many of nil is empty
+                    continue
+                }
+                if step.isToMany {
+                    next += graph.toMany(step.relationship, of: owner).map(Optional.some)
+                } else {
+                    next.append(graph.toOne(step.relationship, of: owner))
+                }
+            }
+            current = next
+        }
+        return current
+    }
+
+    private func terminalValue(_ terminal: ResolvedKeyPath.Terminal, of owner: Object) -> PredicateValue {
+        switch terminal {
+        case .attribute(_, let a): return .attribute(graph.attribute(a, of: owner))
+        case .toOne(_, let r): return graph.toOneID(r, of: owner).map(PredicateValue.object) ?? .null
+        case .object: return .object(graph.objectID(of: owner))
+        case .groupColumn:
+            preconditionFailure("a result of an aggregate's groups is read by a store over its groups, never from an object")
+        }
+    }
+
+    // MARK: Sorting
+
+    /// The order of two objects under `sorts`, then primary key ascending (temporary IDs last):
+    /// the same total order the SQL query produces.
+    package func precedes(_ a: Object, _ b: Object, sorts: [ResolvedSort]) -> Bool {
+        for sort in sorts {
+            let order = PredicateSemantics.sortOrder(sortValue(sort, of: a), sortValue(sort, of: b))
+            if order != .orderedSame { return sort.ascending ? order == .orderedAscending : order == .orderedDescending }
+        }
+        let (x, y) = (graph.objectID(of: a), graph.objectID(of: b))
+        return x != y && [x, y].sortedByKey().first == x
+    }
+
+    /// Whether `object` comes after the cursor's position in the order (keyset pagination).
+    package func isAfter(_ object: Object, _ cursor: FetchCursor, sorts: [ResolvedSort]) -> Bool {
+        for (sort, value) in zip(sorts, cursor.values) {
+            let order = PredicateSemantics.sortOrder(sortValue(sort, of: object), PredicateSemantics.folded(.attribute(value), sort.options))
+            if order != .orderedSame { return sort.ascending ? order == .orderedDescending : order == .orderedAscending }
+        }
+        // Unsaved objects (temporary IDs) sort after every saved one.
+        guard let pk = graph.objectID(of: object).primaryKey else { return true }
+        return pk > cursor.primaryKey
+    }
+
+    func sortValue(_ sort: ResolvedSort, of object: Object) -> PredicateValue {
+        PredicateSemantics.folded(value(sort.keyPath, from: object), sort.options)
+    }
+}
+
+/// How values compare, sort and aggregate in a predicate, NSPredicate's way (the SQLite
+/// store's SQL functions keep to the same rules).
+package enum PredicateSemantics {
+    package enum Operand {
+        case value(PredicateValue)
+        case list([PredicateValue])
     }
 
     /// SQL's aggregates as a predicate runs them: a sum of integers stays an integer while it
@@ -95,67 +196,6 @@ struct PredicateEvaluator {
             return values.max { AttributeValue.compare($0, $1) == .orderedAscending } ?? .null
         }
     }
-
-    /// Every value a key path reaches: one for a scalar path (null when a to-one on the way is
-    /// nil), any number for a path through to-many relationships.
-    func collection(_ keyPath: ResolvedKeyPath, from object: ManagedObject) -> [PredicateValue] {
-        objects(keyPath, from: object, stoppingBeforeTerminal: true).map { owner in
-            guard let owner else { return .null }
-            return terminalValue(keyPath.terminal, of: owner)
-        }
-    }
-
-    /// The value of a scalar key path.
-    func value(_ keyPath: ResolvedKeyPath, from object: ManagedObject) -> PredicateValue {
-        collection(keyPath, from: object).first ?? .null
-    }
-
-    /// The objects a path's steps reach (nil where a to-one on the way is nil). With
-    /// `stoppingBeforeTerminal` false, the path must end at objects (a to-many step).
-    func objects(_ keyPath: ResolvedKeyPath, from object: ManagedObject, stoppingBeforeTerminal: Bool = false) -> [ManagedObject?] {
-        var current: [ManagedObject?]
-        switch keyPath.root {
-        case .object: current = [object]
-        case .variable(let name): current = [variables[name]]
-        }
-        for step in keyPath.steps {
-            var next: [ManagedObject?] = []
-            for owner in current {
-                guard let owner, !owner.isInaccessible else {
-                    if !step.isToMany { next.append(nil) }  // a nil to-one stays a null value; a to-many of nil is empty
-                    continue
-                }
-                if step.isToMany {
-                    for id in context.toManyValue(of: owner, step.relationship).sortedByKey() {
-                        let member = context.object(with: id)
-                        member.fireFaultIfNeeded()
-                        if !member.isDeleted { next.append(member) }
-                    }
-                } else if let id = context.toOneValue(of: owner, step.relationship) {
-                    let target = context.object(with: id)
-                    target.fireFaultIfNeeded()
-                    next.append(target.isInaccessible ? nil : target)
-                } else {
-                    next.append(nil)
-                }
-            }
-            current = next
-        }
-        return current
-    }
-
-    private func terminalValue(_ terminal: ResolvedKeyPath.Terminal, of owner: ManagedObject) -> PredicateValue {
-        owner.fireFaultIfNeeded()
-        switch terminal {
-        case .attribute(_, let a): return .attribute(owner.attributes[a])
-        case .toOne(_, let r): return context.toOneValue(of: owner, r).map(PredicateValue.object) ?? .null
-        case .object: return .object(owner.objectID)
-        case .groupColumn:
-            preconditionFailure("a result of an aggregate's groups is read in SQL only, never from an object")
-        }
-    }
-
-    // MARK: Comparing
 
     static func compare(_ l: PredicateValue, _ op: ComparisonOperator, _ r: PredicateValue, options: ComparisonOptions) -> Bool {
         compare(l, op, .value(r), options: options)
@@ -188,7 +228,7 @@ struct PredicateEvaluator {
         }
     }
 
-    private static func folded(_ v: PredicateValue, _ options: ComparisonOptions) -> PredicateValue {
+    static func folded(_ v: PredicateValue, _ options: ComparisonOptions) -> PredicateValue {
         guard !options.isEmpty, case .attribute(.string(let s)) = v else { return v }
         return .attribute(.string(StringOperations.fold(s, options)))
     }
@@ -213,33 +253,6 @@ struct PredicateEvaluator {
         case .greaterThanOrEqual: return order != .orderedAscending
         default: return false
         }
-    }
-
-    // MARK: Sorting
-
-    /// The order of two objects under `sorts`, then primary key ascending (temporary IDs last):
-    /// the same total order the SQL query produces.
-    func precedes(_ a: ManagedObject, _ b: ManagedObject, sorts: [ResolvedSort]) -> Bool {
-        for sort in sorts {
-            let order = Self.sortOrder(sortValue(sort, of: a), sortValue(sort, of: b))
-            if order != .orderedSame { return sort.ascending ? order == .orderedAscending : order == .orderedDescending }
-        }
-        return a.objectID != b.objectID && [a.objectID, b.objectID].sortedByKey().first == a.objectID
-    }
-
-    /// Whether `object` comes after the cursor's position in the order (keyset pagination).
-    func isAfter(_ object: ManagedObject, _ cursor: FetchCursor, sorts: [ResolvedSort]) -> Bool {
-        for (sort, value) in zip(sorts, cursor.values) {
-            let order = Self.sortOrder(sortValue(sort, of: object), Self.folded(.attribute(value), sort.options))
-            if order != .orderedSame { return sort.ascending ? order == .orderedDescending : order == .orderedAscending }
-        }
-        // Unsaved objects (temporary IDs) sort after every saved one.
-        guard let pk = object.objectID.primaryKey else { return true }
-        return pk > cursor.primaryKey
-    }
-
-    func sortValue(_ sort: ResolvedSort, of object: ManagedObject) -> PredicateValue {
-        Self.folded(value(sort.keyPath, from: object), sort.options)
     }
 
     /// Nulls first, then values in store order.
@@ -270,4 +283,44 @@ extension ComparisonOperator {
         default: return nil
         }
     }
+}
+
+/// A context's objects as a predicate sees them: pending changes and unsaved objects as they
+/// are now, faults filled as the walk reaches them (from the store, or the parent context).
+package struct ContextGraph: PredicateGraph {
+    let context: ManagedObjectContext
+
+    package func objectID(of node: ManagedObject) -> ManagedObjectID { node.objectID }
+
+    package func isAccessible(_ node: ManagedObject) -> Bool { !node.isInaccessible }
+
+    package func attribute(_ index: Int, of node: ManagedObject) -> AttributeValue {
+        node.fireFaultIfNeeded()
+        return node.attributes[index]
+    }
+
+    package func toOneID(_ relationship: Int, of node: ManagedObject) -> ManagedObjectID? {
+        node.fireFaultIfNeeded()
+        return context.toOneValue(of: node, relationship)
+    }
+
+    package func toOne(_ relationship: Int, of node: ManagedObject) -> ManagedObject? {
+        guard let id = context.toOneValue(of: node, relationship) else { return nil }
+        let target = context.object(with: id)
+        target.fireFaultIfNeeded()
+        return target.isInaccessible ? nil : target
+    }
+
+    package func toMany(_ relationship: Int, of node: ManagedObject) -> [ManagedObject] {
+        context.toManyValue(of: node, relationship).sortedByKey().compactMap { id in
+            let member = context.object(with: id)
+            member.fireFaultIfNeeded()
+            return member.isDeleted ? nil : member
+        }
+    }
+}
+
+extension PredicateEvaluator where Graph == ContextGraph {
+    /// An evaluator over `context`'s objects.
+    init(context: ManagedObjectContext) { self.init(graph: ContextGraph(context: context)) }
 }

@@ -1,5 +1,6 @@
-// Writes JSON text straight into a byte buffer: the platform notes measured Foundation's
-// encoders at a tenth of this, and JSON output is the first bottleneck of a list response.
+// Writes JSON text straight into a byte buffer: Foundation's encoders go through Codable
+// containers and Strings (../shared/platform-notes.md has their ceiling), and JSON output is
+// the first bottleneck of a list response.
 
 /// Appends JSON text to a growing byte buffer.
 public struct JSONWriter {

@@ -63,21 +63,12 @@ extension AttributeValue {
         }
     }
 
-    /// The JSON form of the value: numbers as numbers, decimals as exact strings, dates as RFC 3339.
+    /// The JSON form of the value (`JSONWriter.write(_:)`, which defines it), as a JSON value.
     public var jsonValue: JSONValue {
-        switch self {
-        case .null: return .null
-        case .integer(let v): return .number(String(v))
-        case .decimal(let d): return .string(d.description)
-        case .double(let v): return v.isFinite ? .number(Self.shortest(v)) : .null
-        case .float(let v): return v.isFinite ? .number(Self.shortest(Double(v), float: v)) : .null
-        case .string(let s): return .string(s)
-        case .boolean(let b): return .bool(b)
-        case .date(let d): return .string(RFC3339.string(from: d))
-        case .binary(let d): return .string(d.base64EncodedString())
-        case .uuid(let u): return .string(u.uuidString)
-        case .uri(let u): return .string(u.absoluteString)
-        }
+        var writer = JSONWriter(reservingCapacity: 32)
+        writer.write(self)
+        // What the writer wrote is JSON by construction; a number keeps its digits.
+        return (try? JSONParser().parse(writer.bytes)) ?? .null
     }
 
     static func shortest(_ v: Double, float: Float? = nil) -> String {

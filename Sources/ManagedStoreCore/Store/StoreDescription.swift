@@ -24,8 +24,8 @@ public struct StoreDescription: Sendable {
     /// Bytes of the store file that the reader connections read through a memory map instead
     /// of `pread` (SQLite's `mmap_size`); 0 turns it off. A point read then costs no system
     /// call and no copy, and every reader shares the operating system's cached pages instead
-    /// of filling a page cache of its own: on a 100,000-object store this took a quarter of the
-    /// CPU time out of a read of one object by key. The writer is never mapped (it slowed bulk inserts). SQLite
+    /// of filling a page cache of its own, which is much of a read of one object by key. The
+    /// writer is never mapped (a growing file is mapped again as it grows, slowing bulk inserts). SQLite
     /// caps it at 2 GiB. (An I/O error on a mapped page is a SIGBUS instead of an error code;
     /// set 0 where the disk is not trusted.)
     public var memoryMapSize: Int

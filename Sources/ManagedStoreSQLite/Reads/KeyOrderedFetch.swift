@@ -3,9 +3,9 @@ import ManagedStoreCore
 
 // A fetch without sort keys is ordered by primary key. Given a LIMIT, SQLite's planner still
 // prefers an index that serves the predicate, then sorts every match by key to return the
-// first few: a page of 20 tasks where `priority >= 2 AND done == NO` matched 25,000 rows sorted
-// all 25,000, about 400 pages a second. Scanning the table in key order instead stops at the
-// 20th match, a hundred rows or so, unless matches are rare. Which plan wins depends on the
+// first few: a page of 20 tasks where a predicate matched most of a large table sorted every
+// match. Scanning the table in key order instead stops at the 20th match, after a few rows
+// more, unless matches are rare. Which plan wins depends on the
 // data, so both run, one after the other: first the key-order scan with a budget of SQLite
 // steps; if it runs out, SQLite's own plan finds the rest, after the last key the scan
 // returned. Both read in one snapshot and only the plan differs, never the rows. When SQLite's

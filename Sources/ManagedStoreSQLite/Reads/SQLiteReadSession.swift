@@ -159,14 +159,7 @@ final class SQLiteRowSource: StoredRowSource {
     }
 
     func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) {
-        let column = Int32(2 + index)
-        if statement.isNull(column) { return writer.writeRaw("null") }
-        switch entity.attributes[index].type {
-        case .string: statement.withText(column) { writer.writeString(utf8: $0) }
-        case .integer16, .integer32, .integer64: writer.writeInteger(statement.int64(column))
-        case .boolean: writer.writeRaw(statement.int64(column) != 0 ? "true" : "false")
-        default: writer.write(value(ofAttributeAt: index))
-        }
+        writer.write(SQLiteColumn(statement: statement, index: Int32(2 + index)), type: entity.attributes[index].type)
     }
 
     func storedForeignKey(ofRelationship relationship: Int) -> Int64?? {
@@ -181,4 +174,15 @@ final class SQLiteRowSource: StoredRowSource {
         keys.bind(statement.int64(0), at: 1)
         while try keys.step() { try body(keys.int64(0)) }
     }
+}
+
+/// One column of a statement's current row, read in place (`JSONWriter.write(_:type:)`).
+struct SQLiteColumn: AttributeColumn {
+    let statement: SQLiteStatement
+    let index: Int32
+
+    var isNull: Bool { statement.isNull(index) }
+    var integer: Int64 { statement.int64(index) }
+    func withText(_ body: (UnsafeBufferPointer<UInt8>) -> Void) { statement.withText(index, body) }
+    func value(as type: AttributeType) -> AttributeValue { statement.value(index, as: type) }
 }

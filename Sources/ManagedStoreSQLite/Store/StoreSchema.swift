@@ -49,8 +49,8 @@ enum StoreSchema {
     /// An object's changes are chained, newest first: its row's `_history` holds the token of
     /// its last recorded change, and each change row the token of the one before (`prior`). An
     /// index on (entity, pk, token) would find them too, but every save would then write an
-    /// entry on a random page of it: a PATCH of a random object wrote and synced about twice the
-    /// pages, the row's `_history` is on the page the save writes anyway. A deleted object has
+    /// entry on a random page of it, one more page to write and sync per object changed,
+    /// where the row's `_history` is on the page the save writes anyway. A deleted object has
     /// no row: its deletion is found by the small index of deletions.
     static let historyStatements = [
         historyTransactionTable(named: "\"_history_transaction\""),

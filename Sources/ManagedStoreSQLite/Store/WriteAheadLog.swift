@@ -5,7 +5,7 @@ import ManagedStoreCore
 // Keeping the WAL small. SQLite's own automatic checkpoint runs inside COMMIT, while the
 // readers' snapshots (kept open between reads, see ReaderPool) still pin the frames it would
 // copy back, and a WAL restarts from its beginning only when no reader uses it: under steady
-// reads and writes it never restarted and grew without bound (100 MB beside a 272 KB store).
+// reads and writes it never restarted and grew without bound, hundreds of times the store.
 // So the writer counts the frames itself, and once there are enough it ends the idle readers'
 // snapshots first and then checkpoints in TRUNCATE mode: copy everything back, wait briefly
 // for readers in the middle of a read to finish, and empty the file.

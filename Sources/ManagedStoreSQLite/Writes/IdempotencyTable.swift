@@ -8,8 +8,8 @@ import ManagedStoreCore
 ///
 /// Rows are appended in the order they are written (the rowid `id`), so a commit fills the
 /// table's last pages instead of splitting pages all over it: a row holds a whole answer, a
-/// few hundred bytes, and keyed by the key itself (WITHOUT ROWID) the table took 390 bytes
-/// of file per row and doubled the bytes each keyed insert wrote to the WAL. Keys are found
+/// few hundred bytes, and keyed by the key itself (WITHOUT ROWID) random keys split pages all
+/// over the table, and each keyed insert wrote pages of it to the WAL. Keys are found
 /// through a unique index of small entries; expiry takes the oldest rows by `id`.
 enum IdempotencyTable {
     static let createStatements = [

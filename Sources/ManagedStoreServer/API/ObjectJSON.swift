@@ -79,8 +79,23 @@ struct JSONLayouts: Sendable {
     }
 }
 
+/// What the object encoder reads of an object, whatever holds it: a managed object, the state
+/// the write thread read of one, or a stored row read in place. Attributes and relationships by
+/// their index in the entity (and name, for the sources that look them up by name).
+protocol ObjectJSONSource: ~Copyable {
+    var objectID: ManagedObjectID { get }
+    var version: Int64 { get }
+    func writeAttribute(at index: Int, into writer: inout JSONWriter)
+    func destination(ofToOneAt index: Int, named name: String) throws -> ManagedObjectID?
+    func forEachDestination(ofToManyAt index: Int, named name: String, _ body: (ManagedObjectID) throws -> Void) throws
+    /// The managed object, when the source is one: only managed objects embed related ones (`include`).
+    var managedObject: ManagedObject? { get }
+}
+
 /// Writes objects in the contract's JSON form: `_id`, `_version`, attributes, then
-/// relationships (IDs, or embedded objects where `include` asks).
+/// relationships (IDs, or embedded objects where `include` asks). One encoder for every source
+/// of an object (`ObjectJSONSource`), so that a GET, a write's answer and the change feed
+/// write an object the same.
 struct ObjectJSONEncoder {
     let layouts: JSONLayouts
     /// Properties to write besides `_id` and `_version`; nil for all.
@@ -100,67 +115,6 @@ struct ObjectJSONEncoder {
         try encode(object, include: include, fields: fields, path: &path, embedded: &embedded, into: &writer)
     }
 
-    /// `path` holds the objects being embedded around this one: meeting one of them again (a
-    /// cycle such as `tasks.project`) writes its ID instead of embedding it once more.
-    private func encode(_ object: ManagedObject, include: IncludeTree, fields: Set<String>?, path: inout [ManagedObjectID],
-                        embedded: inout Int, into writer: inout JSONWriter) throws(Problem) {
-        let layout = layouts[object.entityName]
-        Self.writeHead(object.objectID, version: object.version, into: &writer)
-        let values = object.attributeValues
-        for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
-            writer.writeRaw(attribute.key)
-            writer.write(values[index])
-        }
-        path.append(object.objectID)
-        defer { path.removeLast() }
-        func embed(_ member: ManagedObject, _ nested: IncludeTree) throws(Problem) {
-            if path.contains(member.objectID) { return writer.write(member.objectID) }
-            embedded += 1
-            guard embedded <= IncludeTree.maxEmbeddedObjects else {
-                throw Problem.badRequest("the include would embed more than \(IncludeTree.maxEmbeddedObjects) objects in one answer; "
-                    + "ask for fewer objects (limit) or a shallower include")
-            }
-            try encode(member, include: nested, fields: nil, path: &path, embedded: &embedded, into: &writer)
-        }
-        for (index, relationship) in layout.relationships.enumerated() {
-            let nested = include.children.isEmpty ? nil : include.children[relationship.name]
-            guard nested != nil || fields?.contains(relationship.name) ?? true else { continue }
-            writer.writeRaw(relationship.key)
-            if layout.isToMany[index] {
-                writer.writeRaw("[")
-                if let nested {
-                    for (i, member) in object.objects(forKey: relationship.name).enumerated() {
-                        if i > 0 { writer.writeRaw(",") }
-                        try embed(member, nested)
-                    }
-                } else {
-                    for (i, id) in object.objectIDs(forKey: relationship.name).enumerated() {
-                        if i > 0 { writer.writeRaw(",") }
-                        writer.write(id)
-                    }
-                }
-                writer.writeRaw("]")
-            } else if let target = object.objectID(forKey: relationship.name) {
-                if let nested, let context = object.managedObjectContext {
-                    try embed(context.object(with: target), nested)
-                } else {
-                    writer.write(target)
-                }
-            } else {
-                writer.writeRaw("null")
-            }
-        }
-        writer.writeRaw("}")
-    }
-
-    /// `{"_id":"Task/42","_version":3`: what every object starts with.
-    private static func writeHead(_ id: ManagedObjectID, version: Int64, into writer: inout JSONWriter) {
-        writer.writeRaw("{\"_id\":")
-        writer.write(id)
-        writer.writeRaw(",\"_version\":")
-        writer.writeInteger(version)
-    }
-
     /// One object as a response body.
     func body(_ object: ManagedObject) throws(Problem) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 512)
@@ -171,60 +125,118 @@ struct ObjectJSONEncoder {
 
     /// An object's state (read on the write thread) as the same JSON `body(_:)` writes.
     func encode(_ state: ObjectState, into writer: inout JSONWriter) {
-        let layout = layouts[state.id.entityName]
-        Self.writeHead(state.id, version: state.version, into: &writer)
-        for (index, attribute) in layout.attributes.enumerated() where index < state.attributes.count {
-            writer.writeRaw(attribute.key)
-            writer.write(state.attributes[index])
-        }
-        for (index, relationship) in layout.relationships.enumerated() where index < state.relationships.count {
-            writer.writeRaw(relationship.key)
-            let destinations = state.relationships[index]
-            if layout.isToMany[index] {
-                writer.writeRaw("[")
-                for (i, id) in destinations.enumerated() {
-                    if i > 0 { writer.writeRaw(",") }
-                    writer.write(id)
-                }
-                writer.writeRaw("]")
-            } else if let target = destinations.first {
-                writer.write(target)
-            } else {
-                writer.writeRaw("null")
-            }
-        }
-        writer.writeRaw("}")
+        var path: [ManagedObjectID] = []
+        var embedded = 0
+        // Nothing to embed, no fields to leave out, nothing that can throw.
+        try? encode(state, include: IncludeTree(), fields: nil, path: &path, embedded: &embedded, into: &writer)
     }
 
     /// One object's stored row as a response body, the same JSON `body(_:)` writes for its
     /// managed object. Embedding (`include`) needs the related objects: use `body(_:)` for it.
     func body(_ row: borrowing StoredObjectRow) throws -> [UInt8] {
         precondition(include.children.isEmpty, "embedding related objects needs managed objects")
-        let layout = layouts[row.objectID.entityName]
         var writer = JSONWriter(reservingCapacity: 512)
-        Self.writeHead(row.objectID, version: row.version, into: &writer)
+        var path: [ManagedObjectID] = []
+        var embedded = 0
+        try encode(row, include: include, fields: fields, path: &path, embedded: &embedded, into: &writer)
+        return writer.bytes
+    }
+
+    /// `path` holds the objects being embedded around this one: meeting one of them again (a
+    /// cycle such as `tasks.project`) writes its ID instead of embedding it once more.
+    private func encode<Source: ObjectJSONSource & ~Copyable>(_ object: borrowing Source, include: IncludeTree, fields: Set<String>?,
+                                                             path: inout [ManagedObjectID], embedded: inout Int,
+                                                             into writer: inout JSONWriter) throws(Problem) {
+        let id = object.objectID
+        let layout = layouts[id.entityName]
+        writer.writeRaw("{\"_id\":")
+        writer.write(id)
+        writer.writeRaw(",\"_version\":")
+        writer.writeInteger(object.version)
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
-            row.writeJSON(ofAttributeAt: index, into: &writer)
+            object.writeAttribute(at: index, into: &writer)
         }
-        for (index, relationship) in layout.relationships.enumerated() where fields?.contains(relationship.name) ?? true {
+        path.append(id)
+        defer { path.removeLast() }
+        let context = object.managedObject?.managedObjectContext
+        func embed(_ member: ManagedObjectID, _ nested: IncludeTree) throws(Problem) {
+            guard let context, !path.contains(member) else { return writer.write(member) }
+            embedded += 1
+            guard embedded <= IncludeTree.maxEmbeddedObjects else {
+                throw Problem.badRequest("the include would embed more than \(IncludeTree.maxEmbeddedObjects) objects in one answer; "
+                    + "ask for fewer objects (limit) or a shallower include")
+            }
+            try encode(context.object(with: member), include: nested, fields: nil, path: &path, embedded: &embedded, into: &writer)
+        }
+        for (index, relationship) in layout.relationships.enumerated() {
+            let nested = include.children.isEmpty ? nil : include.children[relationship.name]
+            guard nested != nil || fields?.contains(relationship.name) ?? true else { continue }
             writer.writeRaw(relationship.key)
-            if layout.isToMany[index] {
-                writer.writeRaw("[")
-                var first = true
-                try row.forEachDestination(ofToManyAt: index) { id in
-                    if !first { writer.writeRaw(",") }
-                    first = false
-                    writer.write(id)
+            do {
+                if layout.isToMany[index] {
+                    writer.writeRaw("[")
+                    var first = true
+                    try object.forEachDestination(ofToManyAt: index, named: relationship.name) { member throws in
+                        if !first { writer.writeRaw(",") }
+                        first = false
+                        if let nested { try embed(member, nested) } else { writer.write(member) }
+                    }
+                    writer.writeRaw("]")
+                } else if let target = try object.destination(ofToOneAt: index, named: relationship.name) {
+                    if let nested { try embed(target, nested) } else { writer.write(target) }
+                } else {
+                    writer.writeRaw("null")
                 }
-                writer.writeRaw("]")
-            } else if let target = try row.destination(ofToOneAt: index) {
-                writer.write(target)
-            } else {
-                writer.writeRaw("null")
+            } catch let problem as Problem {
+                throw problem
+            } catch {
+                throw Problem.internalError("the object could not be read: \(error)")
             }
         }
         writer.writeRaw("}")
-        return writer.bytes
     }
+}
+
+extension ManagedObject: ObjectJSONSource {
+    func writeAttribute(at index: Int, into writer: inout JSONWriter) { writer.write(attributeValues[index]) }
+
+    func destination(ofToOneAt index: Int, named name: String) -> ManagedObjectID? { objectID(forKey: name) }
+
+    func forEachDestination(ofToManyAt index: Int, named name: String, _ body: (ManagedObjectID) throws -> Void) throws {
+        for id in objectIDs(forKey: name) { try body(id) }
+    }
+
+    var managedObject: ManagedObject? { self }
+}
+
+extension ObjectState: ObjectJSONSource {
+    var objectID: ManagedObjectID { id }
+
+    func writeAttribute(at index: Int, into writer: inout JSONWriter) {
+        writer.write(index < attributes.count ? attributes[index] : .null)
+    }
+
+    func destination(ofToOneAt index: Int, named name: String) -> ManagedObjectID? {
+        index < relationships.count ? relationships[index].first : nil
+    }
+
+    func forEachDestination(ofToManyAt index: Int, named name: String, _ body: (ManagedObjectID) throws -> Void) throws {
+        guard index < relationships.count else { return }
+        for id in relationships[index] { try body(id) }
+    }
+
+    var managedObject: ManagedObject? { nil }
+}
+
+extension StoredObjectRow: ObjectJSONSource {
+    func writeAttribute(at index: Int, into writer: inout JSONWriter) { writeJSON(ofAttributeAt: index, into: &writer) }
+
+    func destination(ofToOneAt index: Int, named name: String) throws -> ManagedObjectID? { try destination(ofToOneAt: index) }
+
+    func forEachDestination(ofToManyAt index: Int, named name: String, _ body: (ManagedObjectID) throws -> Void) throws {
+        try forEachDestination(ofToManyAt: index, body)
+    }
+
+    var managedObject: ManagedObject? { nil }
 }

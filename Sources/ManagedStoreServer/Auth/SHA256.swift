@@ -7,10 +7,10 @@ import CSHA256
 ///
 /// Every keyed write hashes its request on an HTTP thread, so the hash allocates nothing
 /// per block: the state is eight words, the partial block a fixed 64 bytes, and the message
-/// schedule lives on the stack. (Side by side, a POST's fingerprint took half the time of the
-/// version with arrays.) Blocks go through the CPU's SHA extensions where it has them
-/// (`CSHA256`): a block took about 4,400 instructions in the Swift loop, a tenth of that
-/// there. The Swift loop is kept for other CPUs, and a test compares the two.
+/// schedule lives on the stack (arrays made the fingerprint the largest part of a keyed
+/// POST's own work). Blocks go through the CPU's SHA extensions where it has them
+/// (`CSHA256`), a fraction of the Swift loop's cost (Benchmarks/RESULTS.md, "Figures behind the
+/// code"). The Swift loop is kept for other CPUs, and a test compares the two.
 struct SHA256 {
     /// How blocks are compressed.
     enum Compression: Sendable {

@@ -1,0 +1,253 @@
+import Foundation
+import ManagedStoreCore
+
+/// A session on one state of a dictionary store: a read session on a copy of a committed state,
+/// or a transaction's write session on the state it is building.
+///
+/// Not Sendable: lent to one caller at a time, as any store session.
+final class DictionarySession: StoreWriteSession {
+    var state: DictionaryState
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+
+    init(state: DictionaryState, model: ManagedObjectModel, storeIdentifier: UUID) {
+        self.state = state
+        self.model = model
+        self.storeIdentifier = storeIdentifier
+    }
+
+    private func id(_ entity: Entity, _ key: Int64) -> ManagedObjectID {
+        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(key))
+    }
+
+    // MARK: Rows
+
+    func row(of entity: Entity, key: Int64) throws(StoreError) -> StoredRow? { state.rows[entity.index][key] }
+
+    func rows(of entity: Entity, keys: [Int64]) throws(StoreError) -> [Int64: StoredRow] {
+        var found: [Int64: StoredRow] = [:]
+        for key in keys { found[key] = state.rows[entity.index][key] }
+        return found
+    }
+
+    func destinationKeys(of entity: Entity, relationship: Int, key: Int64) throws(StoreError) -> [Int64] {
+        state.destinationKeys(of: entity, relationship: relationship, key: key, model: model)
+    }
+
+    func destinationKeys(of entity: Entity, relationship: Int, owners: [Int64]) throws(StoreError) -> [Int64: [Int64]] {
+        var result: [Int64: [Int64]] = [:]
+        for owner in owners {
+            let keys = state.destinationKeys(of: entity, relationship: relationship, key: owner, model: model)
+            if !keys.isEmpty { result[owner] = keys }
+        }
+        return result
+    }
+
+    func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws {
+        guard let row = state.rows[entity.index][key] else { return }
+        try body(DictionaryRowSource(row: row, entity: entity, key: key, session: self))
+    }
+
+    // MARK: Fetches
+
+    func fetchRows(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, StoredRow)] {
+        try matches(fetch).map { ($0.key, state.rows[$0.entity][$0.key]!) }
+    }
+
+    func fetchKeys(_ fetch: StoreFetch) throws(FetchError) -> [Int64] { try matches(fetch).map(\.key) }
+
+    func count(_ fetch: StoreFetch) throws(FetchError) -> Int { try matches(fetch, windowed: false).count }
+
+    func fetchValues(_ fetch: StoreFetch, keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[PropertyValue]] {
+        let evaluator = PredicateEvaluator(graph: graph)
+        return try matches(fetch).map { node in
+            keyPaths.map { keyPath in
+                let value = evaluator.value(keyPath, from: node)
+                switch keyPath.valueType(model) {
+                case .object:
+                    if case .object(let id) = value { return .object(id) }
+                    return .object(nil)
+                case .attribute:
+                    if case .attribute(let attribute) = value { return .attribute(attribute) }
+                    return .attribute(.null)
+                }
+            }
+        }
+    }
+
+    func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])] {
+        let evaluator = PredicateEvaluator(graph: graph)
+        return try matches(fetch).map { node in
+            (node.key, fetch.prepared.sorts.map { sort in
+                if case .attribute(let value) = evaluator.value(sort.keyPath, from: node) { return value }
+                return .null
+            })
+        }
+    }
+
+    /// This store answers fetches, not aggregates: `AggregateRequest` needs the SQLite store.
+    func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
+        throw .fetch(.invalidRequest("the dictionary store answers no aggregate requests"))
+    }
+
+    var graph: RowGraph { RowGraph(state: state, model: model, storeIdentifier: storeIdentifier) }
+
+    /// The objects `fetch` matches, in its order (the sorts, then the key ascending), within its
+    /// window unless `windowed` is false: the in-memory evaluator over every stored row.
+    func matches(_ fetch: StoreFetch, windowed: Bool = true) throws(FetchError) -> [RowGraph.Node] {
+        let prepared = fetch.prepared
+        let evaluator = PredicateEvaluator(graph: graph)
+        var found: [RowGraph.Node] = []
+        for key in state.rows[prepared.entity.index].keys.sorted() {
+            let node = RowGraph.Node(entity: prepared.entity.index, key: key)
+            if let cursor = prepared.after, !evaluator.isAfter(node, cursor, sorts: prepared.sorts) { continue }
+            if let predicate = prepared.predicate, !evaluator.evaluate(predicate, on: node) { continue }
+            found.append(node)
+        }
+        try prepared.checkDeadline()
+        found.sort { evaluator.precedes($0, $1, sorts: prepared.sorts) }
+        guard windowed else { return found }
+        let window = found.dropFirst(fetch.offset)
+        return Array(fetch.limit > 0 ? window.prefix(fetch.limit) : window)
+    }
+
+    // MARK: History and idempotency
+
+    func historyChanges(ofObject entity: Entity, key: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]? {
+        state.historyChanges(of: .init(entity: entity.index, key: key), after: version)
+    }
+
+    func historyTransactions(after token: PersistentHistoryToken, limit: Int, entities: Set<String>?) throws(StoreError) -> [PersistentHistoryTransaction] {
+        var found: [PersistentHistoryTransaction] = []
+        for transaction in state.transactions where transaction.token > token && found.count < limit {
+            guard let entities else { found.append(transaction); continue }
+            let changes = transaction.changes.filter { entities.contains($0.objectID.entityName) }
+            if !changes.isEmpty {
+                found.append(PersistentHistoryTransaction(token: transaction.token, timestamp: transaction.timestamp, author: transaction.author,
+                                                          contextName: transaction.contextName, changes: changes))
+            }
+        }
+        return found
+    }
+
+    func lastHistoryToken() throws(StoreError) -> PersistentHistoryToken {
+        PersistentHistoryToken(rawValue: state.transactions.last?.token.rawValue ?? state.prunedThrough)
+    }
+
+    func oldestHistoryToken() throws(StoreError) -> PersistentHistoryToken { PersistentHistoryToken(rawValue: state.prunedThrough) }
+
+    func historyTransactionCount() throws(StoreError) -> Int { state.transactions.count }
+
+    func newestHistoryToken(before date: Date, amongOldest limit: Int?) throws(StoreError) -> PersistentHistoryToken? {
+        let looked = limit.map { Array(state.transactions.prefix(max(1, $0))) } ?? state.transactions
+        return looked.last { $0.timestamp < date }?.token
+    }
+
+    func idempotencyRecord(for key: IdempotencyKey) throws(StoreError) -> IdempotencyRecord? { state.idempotency[key] }
+
+    func idempotencyRecordCount() throws(StoreError) -> Int { state.idempotency.count }
+
+    // MARK: Writing
+
+    func write(_ changes: ChangeSet) throws(ChangeSetRejection) -> WrittenChanges {
+        // On a copy: a refused change set leaves the state as it was.
+        var written = state
+        let result = try written.write(changes, model: model, storeIdentifier: storeIdentifier)
+        state = written
+        return result
+    }
+
+    func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64 {
+        let first = state.lastKeys[entity.index] + 1
+        state.lastKeys[entity.index] += Int64(count)
+        return first
+    }
+
+    func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int { state.deleteHistory(before: token) }
+
+    func storeIdempotencyRecord(_ record: IdempotencyRecord) throws(StoreError) {
+        if state.idempotency[record.key] != nil { state.idempotencyOrder.removeAll { $0 == record.key } }
+        state.idempotency[record.key] = record
+        state.idempotencyOrder.append(record.key)
+    }
+
+    func deleteIdempotencyRecords(createdBefore cutoff: Date, limit: Int) throws(StoreError) -> Int {
+        let oldest = state.idempotencyOrder.prefix(max(1, limit)).filter { state.idempotency[$0].map { $0.created < cutoff } ?? false }
+        for key in oldest { state.idempotency[key] = nil }
+        state.idempotencyOrder.removeAll { state.idempotency[$0] == nil }
+        return oldest.count
+    }
+}
+
+/// A stored row lent in place (`StoreReadSession.visitRow`).
+final class DictionaryRowSource: StoredRowSource {
+    private let row: StoredRow
+    private let entity: Entity
+    private let key: Int64
+    private let session: DictionarySession
+
+    init(row: StoredRow, entity: Entity, key: Int64, session: DictionarySession) {
+        self.row = row
+        self.entity = entity
+        self.key = key
+        self.session = session
+    }
+
+    var version: Int64 { row.version }
+
+    func value(ofAttributeAt index: Int) -> AttributeValue { row.attributes[index] }
+
+    func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) { writer.write(row.attributes[index]) }
+
+    func storedForeignKey(ofRelationship relationship: Int) -> Int64?? {
+        guard let position = entity.foreignKeyRelationships.firstIndex(of: relationship) else { return nil }
+        return .some(row.foreignKeys[position])
+    }
+
+    func forEachDestinationKey(ofRelationship relationship: Int, _ body: (Int64) throws -> Void) throws {
+        for key in try session.destinationKeys(of: entity, relationship: relationship, key: key) { try body(key) }
+    }
+}
+
+/// The stored rows of a state as the predicate evaluator walks them.
+struct RowGraph: PredicateGraph {
+    struct Node {
+        let entity: Int
+        let key: Int64
+    }
+
+    let state: DictionaryState
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+
+    func objectID(of node: Node) -> ManagedObjectID {
+        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: model.schema[node.entity].name, key: .permanent(node.key))
+    }
+
+    func isAccessible(_ node: Node) -> Bool { state.rows[node.entity][node.key] != nil }
+
+    func attribute(_ index: Int, of node: Node) -> AttributeValue { state.rows[node.entity][node.key]?.attributes[index] ?? .null }
+
+    /// The stored key, whether or not its object is still there (as the SQLite store reads the column).
+    func toOneID(_ relationship: Int, of node: Node) -> ManagedObjectID? {
+        let entity = model.schema[node.entity]
+        let destination = entity.relationships[relationship].destinationIndex
+        return state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model).first
+            .map { objectID(of: Node(entity: destination, key: $0)) }
+    }
+
+    func toOne(_ relationship: Int, of node: Node) -> Node? {
+        let entity = model.schema[node.entity]
+        let destination = entity.relationships[relationship].destinationIndex
+        guard let key = state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model).first,
+              state.rows[destination][key] != nil else { return nil }
+        return Node(entity: destination, key: key)
+    }
+
+    func toMany(_ relationship: Int, of node: Node) -> [Node] {
+        let entity = model.schema[node.entity]
+        let destination = entity.relationships[relationship].destinationIndex
+        return state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model)
+            .filter { state.rows[destination][$0] != nil }.map { Node(entity: destination, key: $0) }
+    }
+}
