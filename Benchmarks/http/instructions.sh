@@ -7,7 +7,8 @@
 #
 # KEEP=dir keeps the callgrind files (dir/ceiling, dir/get) for callgrind_annotate.
 # SERVER_PROFILE=path measures that server-profile binary (another build) instead of building
-# this one's; SERVER_FLAGS adds its flags (--log-requests off).
+# this one's; SERVER_FLAGS adds its flags (--log-requests off). SCRIPT=fetch_where.lua counts
+# another wrk script's requests instead of get_random.lua's (GET by key).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -36,13 +37,13 @@ measure() {
   echo "$name $requests $total"
 }
 read -r _ cn ct < <(measure ceiling 18120 http://127.0.0.1:18120/ -- "$out/ceiling-server" 18120 4)
-read -r _ gn gt < <(measure get 18121 http://127.0.0.1:18121 -s Benchmarks/http/get_random.lua -- \
+read -r _ gn gt < <(measure get 18121 http://127.0.0.1:18121 -s "Benchmarks/http/${SCRIPT:-get_random.lua}" -- \
     "$PROFILE" "$out/store.sqlite" 18121 3600 ${SERVER_FLAGS:-})
-python3 - "$cn" "$ct" "$gn" "$gt" <<'PY'
+python3 - "$cn" "$ct" "$gn" "$gt" "${SCRIPT:-get_random.lua (GET by key)}" <<'PY'
 import sys
-cn, ct, gn, gt = map(int, sys.argv[1:])
+cn, ct, gn, gt = map(int, sys.argv[1:5])
 c, g = ct / cn, gt / gn
 print(f"(1) ceiling: {c / 1000:.1f}k instructions per request ({cn} requests)")
-print(f"(2) GET by key: {g / 1000:.1f}k instructions per request ({gn} requests)")
+print(f"(2) {sys.argv[5]}: {g / 1000:.1f}k instructions per request ({gn} requests)")
 print(f"ceiling / GET = {c / g:.2f} (user space only)")
 PY

@@ -7,7 +7,7 @@ import Foundation
 
 /// A stored attribute value read in place (a column of a store's row), for writing it without
 /// making an `AttributeValue` first.
-package protocol AttributeColumn {
+@usableFromInline package protocol AttributeColumn {
     var isNull: Bool { get }
     /// The integer stored (integers and booleans).
     var integer: Int64 { get }
@@ -50,6 +50,8 @@ extension JSONWriter {
 
     /// A stored value of an attribute of `type` in its JSON form, as `write(column.value(as:))`
     /// writes it: text and integers go from the row into the buffer without a String between.
+    /// (Inlinable, so that the store's module specializes it for its column type.)
+    @inlinable
     package mutating func write(_ column: some AttributeColumn, type: AttributeType) {
         if column.isNull { return writeRaw("null") }
         switch type {

@@ -61,7 +61,7 @@ public struct JSONWriter {
     /// A string given as bytes that should be UTF-8 (a text column read in place). Plain ASCII
     /// is copied as it is; anything else goes through a String, which repairs invalid UTF-8
     /// exactly as reading the column into a String would.
-    package mutating func writeString(utf8: UnsafeBufferPointer<UInt8>) {
+    @usableFromInline package mutating func writeString(utf8: UnsafeBufferPointer<UInt8>) {
         guard !utf8.contains(where: { $0 < 0x20 || $0 >= 0x80 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
             return writeString(String(decoding: utf8, as: UTF8.self))
         }

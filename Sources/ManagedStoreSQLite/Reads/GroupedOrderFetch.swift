@@ -41,7 +41,7 @@ extension SQLiteFetch {
     func runGroupedOrder<T>(sort: ResolvedSort, type: AttributeType, columns: String,
                             key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T]? {
         let limit = fetch.limit
-        var plain = SQLQueryBuilder(model: model, root: prepared.entity)
+        var plain = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         let plainSQL = Self.selectSQL(prepared, columns: columns, query: &plain, limit: limit, offset: 0)
         let sortsGroups: Bool
         do {
@@ -52,7 +52,7 @@ extension SQLiteFetch {
         guard sortsGroups else { return nil }
         fetch.tuning.groupedOrderWalks += 1
 
-        var query = SQLQueryBuilder(model: model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         let condition = prepared.predicate.map { query.condition($0) } ?? "1"
         let bindings = query.bindings
         let value = query.expression(sort.keyPath)
@@ -61,7 +61,7 @@ extension SQLiteFetch {
         // pick them for the index: where a statement below bounds the attribute itself (`= ?`,
         // `< ?`), that bound must choose the index range, or SQLite scans the whole group of a
         // range the predicate gives (`priority >= 4`) in place of seeking one value.
-        var filtering = SQLQueryBuilder(model: model, root: prepared.entity)
+        var filtering = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         if case .attribute(let entity, let index) = sort.keyPath.terminal { filtering.unindexedAttribute = (entity, index) }
         let filter = prepared.predicate.map { filtering.condition($0) } ?? "1"
         let direction = sort.ascending ? "ASC" : "DESC"
@@ -153,7 +153,7 @@ extension SQLiteFetch {
                     }
                     var rest = prepared
                     rest.after = FetchCursor(fingerprint: "", values: [lastValue], primaryKey: key(last))
-                    var restQuery = SQLQueryBuilder(model: model, root: prepared.entity)
+                    var restQuery = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
                     let restSQL = Self.selectSQL(rest, columns: columns, query: &restQuery, limit: limit - rows.count, offset: 0)
                     return rows + (try Self.plainRows(connection, restSQL, restQuery.bindings, read))
                 }

@@ -26,7 +26,7 @@ extension SQLiteFetch {
     /// a row's primary key.
     func runKeyOrdered<T>(columns: String, key: (T) -> Int64, read: (SQLiteStatement) -> T) throws(FetchError) -> [T] {
         let limit = fetch.limit
-        var query = SQLQueryBuilder(model: model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         let condition = Self.whereCondition(prepared, &query)
         let order = query.orderBy([])
         let bindings = query.bindings

@@ -13,7 +13,7 @@ extension ManagedObjectContext {
 
     func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
         let prepared = try prepare(request)
-        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity, tables: SQLiteSchema(coordinator.model))
         let sql = SQLiteFetch.selectSQL(prepared, columns: EntityTable(prepared.entity).rowColumnsSQL, query: &query,
                                         limit: request.fetchLimit, offset: request.fetchOffset)
         return (sql, query.bindings)
@@ -22,6 +22,6 @@ extension ManagedObjectContext {
     /// The SQL and parameters an aggregate request runs as.
     public func compiledSQL(for request: AggregateRequest) throws(AggregateError) -> (sql: String, bindings: [AttributeValue]) {
         assertOnQueue()
-        return SQLiteAggregate.compile(try prepare(request), model: coordinator.model)
+        return SQLiteAggregate.compile(try prepare(request), model: coordinator.model, tables: SQLiteSchema(coordinator.model))
     }
 }

@@ -13,6 +13,8 @@ import ManagedStoreCore
 struct SQLQueryBuilder {
     let model: ManagedObjectModel
     let root: Entity
+    /// The entities' tables, with their quoted names.
+    let tables: SQLiteSchema
     private(set) var bindings: [AttributeValue] = []
     /// An attribute of the root whose terms in the predicate must not steer SQLite's choice of
     /// index (GroupedOrderFetch.swift: its own equality on that attribute must).
@@ -29,15 +31,16 @@ struct SQLQueryBuilder {
     /// SUBQUERY variables and the alias of the row each stands for.
     private var variableAliases: [String: String] = [:]
 
-    init(model: ManagedObjectModel, root: Entity) {
+    init(model: ManagedObjectModel, root: Entity, tables: SQLiteSchema) {
         self.model = model
         self.root = root
+        self.tables = tables
     }
 
-    var fromClause: String { "\(root.table) AS t0" + scopes[0].joins.map { " " + $0 }.joined() }
+    var fromClause: String { "\(tables[root].name) AS t0" + scopes[0].joins.map { " " + $0 }.joined() }
 
     /// The FROM clause with the root table read in key order, never through an index.
-    var fromClauseScanningInKeyOrder: String { "\(root.table) AS t0 NOT INDEXED" + scopes[0].joins.map { " " + $0 }.joined() }
+    var fromClauseScanningInKeyOrder: String { "\(tables[root].name) AS t0 NOT INDEXED" + scopes[0].joins.map { " " + $0 }.joined() }
 
     private mutating func newAlias(_ prefix: String) -> String {
         aliasCount += 1
@@ -67,9 +70,9 @@ struct SQLQueryBuilder {
         let alias = newAlias("j")
         switch relationship.sql {
         case .foreignKey(let column):
-            scopes[scopes.count - 1].joins.append("LEFT JOIN \(destination.table) AS \(alias) ON \(alias).\"_pk\" = \(base).\(column)")
+            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].name) AS \(alias) ON \(alias).\"_pk\" = \(base).\(column)")
         case .inverseForeignKey(let column):
-            scopes[scopes.count - 1].joins.append("LEFT JOIN \(destination.table) AS \(alias) ON \(alias).\(column) = \(base).\"_pk\"")
+            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].name) AS \(alias) ON \(alias).\(column) = \(base).\"_pk\"")
         case .joinTable:
             preconditionFailure("a to-one relationship is never stored in a join table")
         }
@@ -92,7 +95,7 @@ struct SQLQueryBuilder {
                 return "\(alias).\(column)"
             case .inverseForeignKey(let column):
                 let destination = model.schema[relationship.destinationIndex]
-                return "(SELECT d.\"_pk\" FROM \(destination.table) AS d WHERE d.\(column) = \(alias).\"_pk\" ORDER BY d.\"_pk\" LIMIT 1)"
+                return "(SELECT d.\"_pk\" FROM \(tables[destination].name) AS d WHERE d.\(column) = \(alias).\"_pk\" ORDER BY d.\"_pk\" LIMIT 1)"
             case .joinTable:
                 preconditionFailure("a to-one relationship is never stored in a join table")
             }
@@ -116,10 +119,10 @@ struct SQLQueryBuilder {
         let destination = model.schema[relationship.destinationIndex]
         switch relationship.sql {
         case .inverseForeignKey(let column):
-            return ("\(destination.table) AS \(alias)", "\(alias).\(column) = \(base).\"_pk\"")
+            return ("\(tables[destination].name) AS \(alias)", "\(alias).\(column) = \(base).\"_pk\"")
         case let .joinTable(table, ownColumn, otherColumn):
             let link = newAlias("l")
-            return ("\(table) AS \(link) JOIN \(destination.table) AS \(alias) ON \(alias).\"_pk\" = \(link).\(otherColumn)",
+            return ("\(table) AS \(link) JOIN \(tables[destination].name) AS \(alias) ON \(alias).\"_pk\" = \(link).\(otherColumn)",
                     "\(link).\(ownColumn) = \(base).\"_pk\"")
         case .foreignKey:
             preconditionFailure("a to-many relationship never stores a foreign key in its own row")

@@ -7,8 +7,8 @@ enum SQLiteAggregate {
     /// `SELECT <results> FROM (<the groups>) WHERE <having> ORDER BY … LIMIT …`, the groups being
     /// `SELECT <group keys and functions> AS c0, c1, … FROM <entity and joins> WHERE <predicate>
     /// GROUP BY <group keys>`. Without group keys SQLite answers one group, also over no rows.
-    static func compile(_ prepared: PreparedAggregate, model: ManagedObjectModel) -> (sql: String, bindings: [AttributeValue]) {
-        var query = SQLQueryBuilder(model: model, root: prepared.fetch.entity)
+    static func compile(_ prepared: PreparedAggregate, model: ManagedObjectModel, tables: SQLiteSchema) -> (sql: String, bindings: [AttributeValue]) {
+        var query = SQLQueryBuilder(model: model, root: prepared.fetch.entity, tables: tables)
         var results: [String] = []
         var groupKeys: [String] = []
         for (position, column) in prepared.columns.enumerated() {

@@ -26,7 +26,7 @@ struct SQLiteFetch {
            let rows = try runGroupedOrder(sort: sort, type: type, columns: columns, key: key, read: read) {
             return rows
         }
-        var query = SQLQueryBuilder(model: model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         let sql = Self.selectSQL(prepared, columns: columns, query: &query, limit: fetch.limit, offset: fetch.offset)
         return try run(sql, query.bindings, read)
     }

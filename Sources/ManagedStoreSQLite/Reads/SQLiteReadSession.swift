@@ -82,14 +82,14 @@ extension SQLiteConnection: StoreReadSession {
     }
 
     func count(_ fetch: StoreFetch) throws(FetchError) -> Int {
-        var query = SQLQueryBuilder(model: model, root: fetch.prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: fetch.prepared.entity, tables: schema)
         let condition = SQLiteFetch.whereCondition(fetch.prepared, &query)
         let sql = "SELECT count(*) FROM \(query.fromClause) WHERE \(condition)"
         return Int(try SQLiteFetch(self, fetch).run(sql, query.bindings) { $0.int64(0) }.first ?? 0)
     }
 
     func fetchValues(_ fetch: StoreFetch, keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[PropertyValue]] {
-        var query = SQLQueryBuilder(model: model, root: fetch.prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: fetch.prepared.entity, tables: schema)
         let columns = keyPaths.map { query.expression($0) }.joined(separator: ", ")
         let sql = SQLiteFetch.selectSQL(fetch.prepared, columns: columns, query: &query, limit: fetch.limit, offset: fetch.offset)
         let model = self.model!, store = storeIdentifier!
@@ -102,7 +102,7 @@ extension SQLiteConnection: StoreReadSession {
     /// The keys `fetch` matches with their sort values: a page and the cursor after it.
     func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])] {
         let prepared = fetch.prepared
-        var query = SQLQueryBuilder(model: model, root: prepared.entity)
+        var query = SQLQueryBuilder(model: model, root: prepared.entity, tables: schema)
         let model = self.model!
         let types = prepared.sorts.map { sort -> AttributeType in
             guard case let .attribute(e, a) = sort.keyPath.terminal else { return .string }  // prepare() allows attributes only
@@ -117,7 +117,7 @@ extension SQLiteConnection: StoreReadSession {
 
 
     func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
-        let (sql, bindings) = SQLiteAggregate.compile(aggregate, model: model)
+        let (sql, bindings) = SQLiteAggregate.compile(aggregate, model: model, tables: schema)
         let model = self.model!, store = storeIdentifier!
         let names = aggregate.columns.map(\.name)
         let types = aggregate.columns.map(\.type)

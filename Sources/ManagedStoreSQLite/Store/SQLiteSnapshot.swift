@@ -69,7 +69,7 @@ final class SQLiteKeyStream: StoreKeyStream {
         self.connection = connection
         self.fetch = fetch
         self.lock = lock
-        var query = SQLQueryBuilder(model: connection.model, root: fetch.prepared.entity)
+        var query = SQLQueryBuilder(model: connection.model, root: fetch.prepared.entity, tables: connection.schema)
         let sql = SQLiteFetch.selectSQL(fetch.prepared, columns: "t0.\"_pk\"", query: &query, limit: fetch.limit, offset: fetch.offset)
         do {
             statement = try SQLiteStatement(connection: connection, sql: sql)

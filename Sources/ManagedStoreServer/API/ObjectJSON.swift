@@ -83,9 +83,13 @@ struct JSONLayouts: Sendable {
 /// the write thread read of one, or a stored row read in place. Attributes and relationships by
 /// their index in the entity (and name, for the sources that look them up by name).
 protocol ObjectJSONSource: ~Copyable {
+    /// What writing the attributes reads once per object (a managed object's values: taking
+    /// them fires its fault and checks its queue, once instead of once per attribute).
+    associatedtype Attributes
     var objectID: ManagedObjectID { get }
     var version: Int64 { get }
-    func writeAttribute(at index: Int, into writer: inout JSONWriter)
+    func attributesForWriting() -> Attributes
+    func writeAttribute(at index: Int, of attributes: Attributes, into writer: inout JSONWriter)
     func destination(ofToOneAt index: Int, named name: String) throws -> ManagedObjectID?
     func forEachDestination(ofToManyAt index: Int, named name: String, _ body: (ManagedObjectID) throws -> Void) throws
     /// The managed object, when the source is one: only managed objects embed related ones (`include`).
@@ -143,7 +147,10 @@ struct ObjectJSONEncoder {
     }
 
     /// `path` holds the objects being embedded around this one: meeting one of them again (a
-    /// cycle such as `tasks.project`) writes its ID instead of embedding it once more.
+    /// cycle such as `tasks.project`) writes its ID instead of embedding it once more. Inlined
+    /// into its three callers, so that each is specialized for its source (a generic over
+    /// noncopyable types was left unspecialized, a witness call per property).
+    @inline(__always)
     private func encode<Source: ObjectJSONSource & ~Copyable>(_ object: borrowing Source, include: IncludeTree, fields: Set<String>?,
                                                              path: inout [ManagedObjectID], embedded: inout Int,
                                                              into writer: inout JSONWriter) throws(Problem) {
@@ -153,13 +160,15 @@ struct ObjectJSONEncoder {
         writer.write(id)
         writer.writeRaw(",\"_version\":")
         writer.writeInteger(object.version)
+        let attributes = object.attributesForWriting()
         for (index, attribute) in layout.attributes.enumerated() where fields?.contains(attribute.name) ?? true {
             writer.writeRaw(attribute.key)
-            object.writeAttribute(at: index, into: &writer)
+            object.writeAttribute(at: index, of: attributes, into: &writer)
         }
         path.append(id)
         defer { path.removeLast() }
-        let context = object.managedObject?.managedObjectContext
+        // Only an include embeds, and only a managed object's context can.
+        let context = include.children.isEmpty ? nil : object.managedObject?.managedObjectContext
         func embed(_ member: ManagedObjectID, _ nested: IncludeTree) throws(Problem) {
             guard let context, !path.contains(member) else { return writer.write(member) }
             embedded += 1
@@ -199,7 +208,9 @@ struct ObjectJSONEncoder {
 }
 
 extension ManagedObject: ObjectJSONSource {
-    func writeAttribute(at index: Int, into writer: inout JSONWriter) { writer.write(attributeValues[index]) }
+    func attributesForWriting() -> [AttributeValue] { attributeValues }
+
+    func writeAttribute(at index: Int, of attributes: [AttributeValue], into writer: inout JSONWriter) { writer.write(attributes[index]) }
 
     func destination(ofToOneAt index: Int, named name: String) -> ManagedObjectID? { objectID(forKey: name) }
 
@@ -213,7 +224,9 @@ extension ManagedObject: ObjectJSONSource {
 extension ObjectState: ObjectJSONSource {
     var objectID: ManagedObjectID { id }
 
-    func writeAttribute(at index: Int, into writer: inout JSONWriter) {
+    func attributesForWriting() -> [AttributeValue] { attributes }
+
+    func writeAttribute(at index: Int, of attributes: [AttributeValue], into writer: inout JSONWriter) {
         writer.write(index < attributes.count ? attributes[index] : .null)
     }
 
@@ -230,7 +243,10 @@ extension ObjectState: ObjectJSONSource {
 }
 
 extension StoredObjectRow: ObjectJSONSource {
-    func writeAttribute(at index: Int, into writer: inout JSONWriter) { writeJSON(ofAttributeAt: index, into: &writer) }
+    /// Nothing: each value is written from the row as it is read.
+    func attributesForWriting() {}
+
+    func writeAttribute(at index: Int, of attributes: Void, into writer: inout JSONWriter) { writeJSON(ofAttributeAt: index, into: &writer) }
 
     func destination(ofToOneAt index: Int, named name: String) throws -> ManagedObjectID? { try destination(ofToOneAt: index) }
 
