@@ -45,7 +45,7 @@ final class DictionarySession: StoreWriteSession {
 
     func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws {
         guard let row = state.rows[entity.index][key] else { return }
-        try body(DictionaryRowSource(row: row, entity: entity, key: key, session: self))
+        try body(LentRow(row: row, entity: entity) { [self] relationship in try destinationKeys(of: entity, relationship: relationship, key: key) })
     }
 
     // MARK: Fetches
@@ -59,56 +59,29 @@ final class DictionarySession: StoreWriteSession {
     func count(_ fetch: StoreFetch) throws(FetchError) -> Int { try matches(fetch, windowed: false).count }
 
     func fetchValues(_ fetch: StoreFetch, keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[PropertyValue]] {
-        let evaluator = PredicateEvaluator(graph: graph)
-        return try matches(fetch).map { node in
-            keyPaths.map { keyPath in
-                let value = evaluator.value(keyPath, from: node)
-                switch keyPath.valueType(model) {
-                case .object:
-                    if case .object(let id) = value { return .object(id) }
-                    return .object(nil)
-                case .attribute:
-                    if case .attribute(let attribute) = value { return .attribute(attribute) }
-                    return .attribute(.null)
-                }
-            }
-        }
+        InMemoryFetch(graph: graph).values(of: try matches(fetch), keyPaths: keyPaths, model: model)
     }
 
     func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])] {
-        let evaluator = PredicateEvaluator(graph: graph)
-        return try matches(fetch).map { node in
-            (node.key, fetch.prepared.sorts.map { sort in
-                if case .attribute(let value) = evaluator.value(sort.keyPath, from: node) { return value }
-                return .null
-            })
-        }
+        let inMemory = InMemoryFetch(graph: graph)
+        return try matches(fetch).map { node in (node.key, inMemory.sortValues(of: node, fetch)) }
     }
 
-    /// This store answers fetches, not aggregates: `AggregateRequest` needs the SQLite store.
+    /// The groups of `aggregate`, computed in memory (`InMemoryAggregate`).
     func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
-        throw .fetch(.invalidRequest("the dictionary store answers no aggregate requests"))
+        let entity = aggregate.fetch.entity.index
+        let candidates = state.rows[entity].keys.sorted().map { RowGraph.Node(entity: entity, key: $0) }
+        return try InMemoryAggregate(graph: graph, model: model).groups(aggregate, candidates: candidates)
     }
 
     var graph: RowGraph { RowGraph(state: state, model: model, storeIdentifier: storeIdentifier) }
 
-    /// The objects `fetch` matches, in its order (the sorts, then the key ascending), within its
-    /// window unless `windowed` is false: the in-memory evaluator over every stored row.
+    /// The objects `fetch` matches, in its order, within its window unless `windowed` is false:
+    /// the in-memory evaluator over every stored row.
     func matches(_ fetch: StoreFetch, windowed: Bool = true) throws(FetchError) -> [RowGraph.Node] {
-        let prepared = fetch.prepared
-        let evaluator = PredicateEvaluator(graph: graph)
-        var found: [RowGraph.Node] = []
-        for key in state.rows[prepared.entity.index].keys.sorted() {
-            let node = RowGraph.Node(entity: prepared.entity.index, key: key)
-            if let cursor = prepared.after, !evaluator.isAfter(node, cursor, sorts: prepared.sorts) { continue }
-            if let predicate = prepared.predicate, !evaluator.evaluate(predicate, on: node) { continue }
-            found.append(node)
-        }
-        try prepared.checkDeadline()
-        found.sort { evaluator.precedes($0, $1, sorts: prepared.sorts) }
-        guard windowed else { return found }
-        let window = found.dropFirst(fetch.offset)
-        return Array(fetch.limit > 0 ? window.prefix(fetch.limit) : window)
+        let entity = fetch.prepared.entity.index
+        let candidates = state.rows[entity].keys.sorted().map { RowGraph.Node(entity: entity, key: $0) }
+        return try InMemoryFetch(graph: graph).matches(fetch, candidates: candidates, windowed: windowed)
     }
 
     // MARK: History and idempotency
@@ -176,36 +149,6 @@ final class DictionarySession: StoreWriteSession {
         for key in oldest { state.idempotency[key] = nil }
         state.idempotencyOrder.removeAll { state.idempotency[$0] == nil }
         return oldest.count
-    }
-}
-
-/// A stored row lent in place (`StoreReadSession.visitRow`).
-final class DictionaryRowSource: StoredRowSource {
-    private let row: StoredRow
-    private let entity: Entity
-    private let key: Int64
-    private let session: DictionarySession
-
-    init(row: StoredRow, entity: Entity, key: Int64, session: DictionarySession) {
-        self.row = row
-        self.entity = entity
-        self.key = key
-        self.session = session
-    }
-
-    var version: Int64 { row.version }
-
-    func value(ofAttributeAt index: Int) -> AttributeValue { row.attributes[index] }
-
-    func writeJSON(ofAttributeAt index: Int, into writer: inout JSONWriter) { writer.write(row.attributes[index]) }
-
-    func storedForeignKey(ofRelationship relationship: Int) -> Int64?? {
-        guard let position = entity.foreignKeyRelationships.firstIndex(of: relationship) else { return nil }
-        return .some(row.foreignKeys[position])
-    }
-
-    func forEachDestinationKey(ofRelationship relationship: Int, _ body: (Int64) throws -> Void) throws {
-        for key in try session.destinationKeys(of: entity, relationship: relationship, key: key) { try body(key) }
     }
 }
 

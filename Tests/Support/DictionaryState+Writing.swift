@@ -73,39 +73,14 @@ extension DictionaryState {
     }
 
     /// Every uniqueness constraint of every inserted or updated object, against the stored rows
-    /// and the save's other objects; a null among a constraint's values never conflicts.
+    /// and the save's other objects (`UniquenessCheck`).
     private func uniquenessConflicts(_ changes: ChangeSet, model: ManagedObjectModel, id: (Entity, Int64) -> ManagedObjectID) -> [ConstraintConflict] {
-        struct Group: Hashable { let entity: Int; let constraint: Int; let values: [AttributeValue] }
-        var members: [Group: [ManagedObjectID]] = [:]
-        var order: [Group] = []
-        var leaving = Set(changes.deletes.map(\.id))
-        func add(_ objectID: ManagedObjectID, _ entity: Entity, _ attributes: [AttributeValue]) {
-            for (c, constraint) in entity.uniquenessConstraints.enumerated() {
-                let values = constraint.map { attributes[$0] }
-                if values.contains(where: \.isNull) { continue }
-                let group = Group(entity: entity.index, constraint: c, values: values)
-                if members[group] == nil { order.append(group) }
-                members[group, default: []].append(objectID)
-            }
-        }
-        for insert in changes.inserts { add(insert.id, insert.entity, insert.attributes) }
-        for update in changes.updates where !update.entity.uniquenessConstraints.isEmpty {
-            add(update.id, update.entity, update.attributes)
-            leaving.insert(update.id)
-        }
-        return order.compactMap { group in
+        let check = UniquenessCheck(changes)
+        return check.groups.compactMap { group in
             let entity = model.schema[group.entity]
             let constraint = entity.uniquenessConstraints[group.constraint]
-            let stored = rows[entity.index].compactMap { pk, row -> Int64? in
-                guard constraint.map({ row.attributes[$0] }) == group.values else { return nil }
-                return leaving.contains(id(entity, pk)) ? nil : pk
-            }.sorted()
-            let objects = members[group]!
-            guard objects.count > 1 || !stored.isEmpty else { return nil }
-            var values: [String: AttributeValue] = [:]
-            for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = group.values[i] }
-            return ConstraintConflict(entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
-                                      conflictingObjects: stored.map { id(entity, $0) }, objects: objects)
+            let stored = rows[entity.index].compactMap { pk, row in constraint.map({ row.attributes[$0] }) == group.values ? pk : nil }
+            return check.conflict(group, stored: stored.sorted().map { id(entity, $0) }, model: model)
         }
     }
 

@@ -212,20 +212,7 @@ final class DictionarySnapshot: StoreSnapshot, @unchecked Sendable {
     func openKeyStream(_ fetch: StoreFetch) throws(FetchError) -> any StoreKeyStream {
         lock.lock()
         defer { lock.unlock() }
-        return DictionaryKeyStream(keys: try makeSession(begun()).fetchKeys(fetch))
-    }
-}
-
-/// The keys of one fetch, computed at once and handed out a few at a time.
-final class DictionaryKeyStream: StoreKeyStream {
-    private var keys: ArraySlice<Int64>
-
-    init(keys: [Int64]) { self.keys = keys[...] }
-
-    func next(_ count: Int) throws(FetchError) -> [Int64] {
-        let page = keys.prefix(count)
-        keys = keys.dropFirst(count)
-        return Array(page)
+        return ListedKeyStream(keys: try makeSession(begun()).fetchKeys(fetch))
     }
 }
 

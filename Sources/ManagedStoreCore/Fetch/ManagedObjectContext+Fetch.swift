@@ -21,14 +21,14 @@ package struct PreparedFetch {
     }
 
     /// Entities whose values decide the result: the fetched one and those its key paths read.
-    var entitiesRead: Set<Int> {
+    package var entitiesRead: Set<Int> {
         var result: Set<Int> = [entity.index]
         if let predicate { result.formUnion(predicate.entitiesRead) }
         for sort in sorts { result.formUnion(sort.keyPath.entitiesRead) }
         return result
     }
 
-    var followsRelationships: Bool {
+    package var followsRelationships: Bool {
         (predicate?.followsRelationships ?? false) || sorts.contains { !$0.keyPath.steps.isEmpty }
     }
 }

@@ -15,6 +15,15 @@ package protocol PredicateGraph {
     func toOne(_ relationship: Int, of node: Node) -> Node?
     /// To-many `relationship`'s destinations in primary-key order, deleted ones left out.
     func toMany(_ relationship: Int, of node: Node) -> [Node]
+    /// The result at `index` of an aggregate's group, for a graph whose nodes are groups (a
+    /// having predicate); other graphs never hold one.
+    func groupColumnValue(_ index: Int, of node: Node) -> PredicateValue
+}
+
+extension PredicateGraph {
+    package func groupColumnValue(_ index: Int, of node: Node) -> PredicateValue {
+        preconditionFailure("a result of an aggregate's groups is read over its groups, never from an object")
+    }
 }
 
 /// Evaluates a checked predicate on objects in memory, with the semantics the SQLite store
@@ -131,8 +140,8 @@ package struct PredicateEvaluator<Graph: PredicateGraph> {
         case .attribute(_, let a): return .attribute(graph.attribute(a, of: owner))
         case .toOne(_, let r): return graph.toOneID(r, of: owner).map(PredicateValue.object) ?? .null
         case .object: return .object(graph.objectID(of: owner))
-        case .groupColumn:
-            preconditionFailure("a result of an aggregate's groups is read by a store over its groups, never from an object")
+        case .groupColumn(let index, _):
+            return graph.groupColumnValue(index, of: owner)
         }
     }
 

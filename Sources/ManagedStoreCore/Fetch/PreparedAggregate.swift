@@ -50,6 +50,13 @@ package struct PreparedAggregate {
     package let limit: Int
     package let offset: Int
 
+    /// Entities whose values decide the groups: the fetch's and those the results' key paths read.
+    package var entitiesRead: Set<Int> {
+        var result = fetch.entitiesRead
+        for column in columns { if let keyPath = column.keyPath { result.formUnion(keyPath.entitiesRead) } }
+        return result
+    }
+
     /// The most properties a request has: ordering the groups takes every sort key and every
     /// group key, and a store may take only so many (the SQLite store: 64 terms in an ORDER BY).
     static let maxProperties = 32

@@ -75,26 +75,8 @@ struct HistoryReader {
 
     private func decodeJSON(_ text: String) -> JSONValue? { try? JSONParser(maxDepth: 8).parse(Array(text.utf8)) }
 
-    /// Values before a change: the members of the JSON object `HistoryCoding.writePrevious` wrote.
     func decodePrevious(_ members: [(String, JSONValue)], entity: Entity) -> [String: PersistentHistoryValue] {
-        var result: [String: PersistentHistoryValue] = [:]
-        for (name, value) in members {
-            switch entity.property(named: name) {
-            case .attribute(let a)?:
-                if let attribute = try? AttributeValue(json: value, type: entity.attributes[a].type) { result[name] = .attribute(attribute) }
-            case .relationship(let r)?:
-                let destination = model.schema[entity.relationships[r].destinationIndex].name
-                func ids(_ key: String) -> [ManagedObjectID] {
-                    (value[key]?.arrayValue ?? []).compactMap(\.int64Value).map {
-                        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination, key: .permanent($0))
-                    }
-                }
-                result[name] = .destinations(added: ids("+"), removed: ids("-"))
-            case nil:
-                continue
-            }
-        }
-        return result
+        HistoryCoding.decodePrevious(members, entity: entity, model: model, storeIdentifier: storeIdentifier)
     }
 
     /// The changes of the object `entity`/`pk` recorded after it reached `version`, newest

@@ -1,14 +1,13 @@
 import Foundation
-import ManagedStoreCore
 
-/// The exact sum of decimals, and their average, as the store's SQL functions compute them
-/// (`AggregateSQLFunctions`).
+/// The exact sum of decimals, and their average, as every store computes them (the SQLite
+/// store's SQL functions, `InMemoryAggregate`).
 ///
 /// Adding `Decimal`s would round as soon as a partial sum needs more than 38 digits (1e30 +
 /// 1e-30), and whether that happens would depend on the order SQLite hands the rows over. So
 /// the positive and the negative values are each summed exactly, as integers scaled to the
 /// smallest power of ten seen, and only the final result must fit a `Decimal`.
-struct ExactDecimalSum {
+package struct ExactDecimalSum {
     /// The sum of the positive values and that of the magnitudes of the negative ones, each
     /// × 10^`scale`.
     private var positive = DecimalMagnitude()
@@ -16,14 +15,16 @@ struct ExactDecimalSum {
     private var scale = 0
     private var hasScale = false
     /// How many values were added.
-    private(set) var count: UInt64 = 0
+    package private(set) var count: UInt64 = 0
 
     /// The most significant digits a result keeps (`Decimal` holds 38 in every case).
     static let maxDigits = 38
 
     /// Adds ±D1…Dn × 10^(`exponent` - n), the digits given by `digit(i)` (ASCII), as
     /// `DecimalStorage.withComponents` hands them over; n = 0 is zero.
-    mutating func add(negative isNegative: Bool, count n: Int, exponent: Int, digit: (Int) -> UInt8) {
+    package init() {}
+
+    package mutating func add(negative isNegative: Bool, count n: Int, exponent: Int, digit: (Int) -> UInt8) {
         count &+= 1
         guard n > 0 else { return }
         var value = DecimalMagnitude(count: n, digit: digit)
@@ -43,14 +44,14 @@ struct ExactDecimalSum {
 
     /// The exact sum (0 when nothing was added), or nil when it needs more than 38 significant
     /// digits or lies beyond `Decimal`'s exponents.
-    var sum: Decimal? {
+    package var sum: Decimal? {
         let (isNegative, magnitude) = signedTotal
         return Self.decimal(negative: isNegative, magnitude: magnitude, power: scale)
     }
 
     /// The average, rounded half up to 38 significant digits (and to `Decimal`'s smallest
     /// exponent); nil when nothing was added.
-    var average: Decimal? {
+    package var average: Decimal? {
         guard count > 0 else { return nil }
         let (isNegative, total) = signedTotal
         guard !total.isZero else { return Decimal(0) }

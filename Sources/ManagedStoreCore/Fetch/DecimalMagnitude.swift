@@ -2,8 +2,6 @@
 // few operations they need (scale by a power of ten, add, subtract, compare, divide by a
 // count, write out the digits). Nothing here traps on any input.
 
-import ManagedStoreCore
-
 /// A nonnegative integer as limbs of nine decimal digits, least significant first, with no
 /// most significant zero limb (zero has no limbs).
 struct DecimalMagnitude: Sendable, Equatable, Comparable {

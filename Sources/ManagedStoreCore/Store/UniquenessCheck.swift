@@ -1,0 +1,54 @@
+/// The uniqueness constraints a change set must keep, as every store checks them: the groups of
+/// equal constrained values among its inserted and updated objects (a null among a
+/// constraint's values never conflicts), which objects leave their values behind (deleted, or
+/// updated to others), and the conflict a group makes with the stored objects that hold its
+/// values.
+package struct UniquenessCheck {
+    package struct Group: Hashable {
+        package let entity: Int
+        /// The constraint's position in `Entity.uniquenessConstraints`.
+        package let constraint: Int
+        package let values: [AttributeValue]
+    }
+
+    /// The groups in the order the change set first names them.
+    package private(set) var groups: [Group] = []
+    /// The save's objects of each group.
+    package private(set) var members: [Group: [ManagedObjectID]] = [:]
+    /// Objects whose stored values this save replaces or deletes: a stored row of theirs does
+    /// not conflict.
+    package private(set) var leaving: Set<ManagedObjectID>
+
+    package init(_ changes: ChangeSet) {
+        leaving = Set(changes.deletes.map(\.id))
+        for insert in changes.inserts { add(insert.id, insert.entity, insert.attributes) }
+        for update in changes.updates where !update.entity.uniquenessConstraints.isEmpty {
+            add(update.id, update.entity, update.attributes)
+            leaving.insert(update.id)
+        }
+    }
+
+    private mutating func add(_ objectID: ManagedObjectID, _ entity: Entity, _ attributes: [AttributeValue]) {
+        for (c, constraint) in entity.uniquenessConstraints.enumerated() {
+            let values = constraint.map { attributes[$0] }
+            if values.contains(where: \.isNull) { continue }
+            let group = Group(entity: entity.index, constraint: c, values: values)
+            if members[group] == nil { groups.append(group) }
+            members[group, default: []].append(objectID)
+        }
+    }
+
+    /// The conflict of `group`, given the stored objects holding its values (`stored`, in key
+    /// order, leaving ones included); nil when it has none.
+    package func conflict(_ group: Group, stored: [ManagedObjectID], model: ManagedObjectModel) -> ConstraintConflict? {
+        let entity = model.schema[group.entity]
+        let constraint = entity.uniquenessConstraints[group.constraint]
+        let staying = stored.filter { !leaving.contains($0) }
+        let objects = members[group] ?? []
+        guard objects.count > 1 || !staying.isEmpty else { return nil }
+        var values: [String: AttributeValue] = [:]
+        for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = group.values[i] }
+        return ConstraintConflict(entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
+                                  conflictingObjects: staying, objects: objects)
+    }
+}
