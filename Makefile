@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-dictionary-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
+.PHONY: deps build server run demo test test-unit test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -31,13 +31,27 @@ test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test
 test-unit: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
 	$(MAKE) test-dictionary-store
+	$(MAKE) test-postgres-store
 
-# The library's context, fault, save, conflict and merge-policy suites again, their in-memory
+# The library's context, fault, save, conflict, merge-policy and aggregate suites again, their in-memory
 # containers on the dictionary store (Tests/Support): a second implementation of the store
 # protocol, the proof that the contexts need nothing of SQLite's.
-DICTIONARY_SUITES = ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests
+DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests
 test-dictionary-store: deps
 	MANAGEDSTORE_TEST_STORE=dictionary SWIFT=$(SWIFT) ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(DICTIONARY_SUITES))/'
+
+# The same suites and the history, query-generation and predicate suites, with their
+# containers in PostgreSQL, each in a schema of its own, on a throw-away cluster on loopback
+# (scripts/postgres-cluster.sh), removed afterwards; what only that store has; and every HTTP
+# suite, its in-memory servers each on a schema of their own, with three servers over one
+# database (MultiServerTests).
+POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests
+test-postgres-store: deps
+	@dir=$$(mktemp -d /tmp/managedstore-pg.XXXXXX); \
+	trap './scripts/postgres-cluster.sh stop '"$$dir" EXIT; \
+	uri=$$(./scripts/postgres-cluster.sh start "$$dir") && \
+	MANAGEDSTORE_TEST_STORE=postgres MANAGEDSTORE_TEST_POSTGRES="$$uri" SWIFT=$(SWIFT) \
+	    ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(POSTGRES_SUITES))/' --filter ManagedStoreServerTests
 
 test-tsan: deps
 	MANAGEDSTORE_STRESS_SECONDS=2 SWIFT=$(SWIFT) ./scripts/test-unit.sh --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests

@@ -5,7 +5,7 @@ let package = Package(
     name: "ManagedStore",
     platforms: [.macOS(.v14)],
     products: [
-        .library(name: "ManagedStore", targets: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite"]),
+        .library(name: "ManagedStore", targets: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL"]),
         .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer"]),
         .executable(name: "managedstore", targets: ["managedstore"]),
     ],
@@ -26,11 +26,17 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        // The system's libpq, the PostgreSQL store's client library.
+        .systemLibrary(
+            name: "CPostgreSQL",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // SHA-256 blocks with the x86 SHA extensions, for idempotency fingerprints and token
         // digests; the server falls back to its own Swift loop on other CPUs.
         .target(name: "CSHA256"),
         // The layers, each a target, so that the compiler checks what may use what:
-        // the core knows no store; the SQLite store knows the core; `ManagedStore` is both.
+        // the core knows no store; each store knows the core; `ManagedStore` is all of them.
         .target(
             name: "ManagedStoreCore",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -41,8 +47,13 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
+            name: "ManagedStorePostgreSQL",
+            dependencies: ["ManagedStoreCore", "CPostgreSQL"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
             name: "ManagedStore",
-            dependencies: ["ManagedStoreCore", "ManagedStoreSQLite"],
+            dependencies: ["ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -61,21 +72,21 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // What both test targets share: the dictionary store (a second implementation of the
-        // store protocol) and the table of the five merge policies.
+        // store protocol), the table of the five merge policies, and the PostgreSQL test database.
         .target(
             name: "ManagedStoreTestSupport",
-            dependencies: ["ManagedStoreCore"],
+            dependencies: ["ManagedStoreCore", "ManagedStorePostgreSQL"],
             path: "Tests/Support",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "ManagedStoreTests",
-            dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStoreTestSupport"],
+            dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "ManagedStoreServerTests",
-            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStoreTestSupport",
+            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

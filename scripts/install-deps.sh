@@ -8,14 +8,18 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 if command -v pkg-config >/dev/null 2>&1; then
     pkg-config --exists sqlite3 || need+=(libsqlite3-dev)
     pkg-config --exists libmicrohttpd || need+=(libmicrohttpd-dev)
+    pkg-config --exists libpq || need+=(libpq-dev)
 else
-    need+=(libsqlite3-dev libmicrohttpd-dev)
+    need+=(libsqlite3-dev libmicrohttpd-dev libpq-dev)
 fi
 # The stock sqlite3 tool: the tests check that store files stay readable by plain SQLite, and
 # the fuzzer (make test-fuzz) checks the live store with it.
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 # curl: the README's examples, and the client rounds start servers and fetch their documents with it.
 command -v curl >/dev/null 2>&1 || need+=(curl)
+# PostgreSQL's server programs: make test runs the store-independent suites on a throw-away
+# cluster too (scripts/postgres-cluster.sh).
+[ -x "$(ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | head -1)" ] || need+=(postgresql)
 for extra in "$@"; do
     command -v "$extra" >/dev/null 2>&1 || need+=("$extra")
 done

@@ -20,6 +20,7 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         let model = try storeOptions.loadModelForExistingStore()
+        if storeOptions.isPostgres { return try checkPostgres(model) }
         let inspection: StoreInspection
         do throws(StoreError) {
             inspection = try PersistentStoreCoordinator.inspectStore(at: storeOptions.store, model: model)
@@ -45,6 +46,33 @@ struct CheckCommand: ParsableCommand {
         }
         print("history: " + Self.describe(inspection.history))
         if !inspection.isIntact || !usable { throw ExitCode(65) }
+    }
+
+    /// A PostgreSQL store: its own consistency checks, the model it was made with (it is opened
+    /// only when that is this one) and its history, all read without writing.
+    private func checkPostgres(_ model: ManagedObjectModel) throws {
+        let named = "\(model.name) version \(model.version)"
+        let coordinator: PersistentStoreCoordinator
+        do throws(StoreError) {
+            coordinator = try storeOptions.openExisting(model)
+        } catch .migrationNotInferable(let reasons) {
+            print("model: the store cannot be used with \(named):")
+            for reason in reasons { print("  \(reason)") }
+            throw ExitCode(65)
+        } catch {
+            throw storeOptions.fail(error)
+        }
+        let problems = try coordinator.checkIntegrity()
+        for line in problems.isEmpty ? ["ok"] : problems { print("integrity: \(line)") }
+        print("model: the store matches \(named)")
+        let transactions = try coordinator.historyTransactionCount()
+        let oldest = try coordinator.oldestHistoryToken()
+        let newest = try coordinator.lastHistoryToken()
+        var history = "\(transactions) transactions"
+        if transactions > 0 { history += ", tokens \(oldest.rawValue + 1) to \(newest.rawValue)" }
+        if oldest.rawValue > 0 { history += ", pruned through token \(oldest.rawValue)" }
+        print("history: " + history)
+        if !problems.isEmpty { throw ExitCode(65) }
     }
 
     static func describe(_ history: HistoryStatistics) -> String {

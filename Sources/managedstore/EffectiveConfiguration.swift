@@ -1,4 +1,5 @@
 import ArgumentParser
+import ManagedStore
 
 /// `serve --print-config`: every setting of a parsed command, its value and where it came from.
 enum EffectiveConfiguration {
@@ -15,6 +16,8 @@ enum EffectiveConfiguration {
             var value = values[option.name].map(unwrapped) ?? "?"
             if value == "nil" { value = "(not set)" }
             if secretNames.contains(option.name) && value != "(not set)" { value = "****" }
+            // A database URI's password is a secret inside a value that is not.
+            if option.name == "store" { value = StoreDescription.redacted(value) }
             let origin = source == .environment ? "environment \(option.variable)" : source.rawValue
             rows.append((option.name, value, origin))
         }

@@ -12,7 +12,7 @@ struct ExistingStoreOptions: ParsableArguments {
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
     var demo = false
 
-    @Option(help: "The SQLite store file; it must exist (nothing is created).")
+    @Option(help: "The SQLite store file, or a PostgreSQL URI (postgres://...); it must exist (nothing is created).")
     var store: String
 
     func validate() throws {
@@ -24,11 +24,24 @@ struct ExistingStoreOptions: ParsableArguments {
     /// to exist (else exit 66, EX_NOINPUT).
     func loadModelForExistingStore() throws -> ManagedObjectModel {
         let loaded = try loadModel(model)
-        guard FileManager.default.fileExists(atPath: store) else {
-            CommandLog.error("\(store): no such store file")
+        guard isPostgres || FileManager.default.fileExists(atPath: store) else {
+            CommandLog.error("\(shownStore): no such store file")
             throw ExitCode(66)
         }
         return loaded
+    }
+
+    var isPostgres: Bool { StoreDescription.isPostgresURI(store) }
+
+    /// The store as it may be shown: a PostgreSQL URI without its password.
+    var shownStore: String { StoreDescription.redacted(store) }
+
+    /// Opens the store as it is: nothing is created, and a PostgreSQL store is not migrated
+    /// (it is opened only when it matches the model).
+    func openExisting(_ model: ManagedObjectModel) throws(StoreError) -> PersistentStoreCoordinator {
+        var description = StoreDescription.path(store, readerCount: 1)
+        description.createsStoreIfMissing = false
+        return try PersistentStoreCoordinator(model: model, store: description)
     }
 
     /// Ends the command for `error`: every reason a migration cannot be inferred on its own
@@ -37,17 +50,17 @@ struct ExistingStoreOptions: ParsableArguments {
     func fail(_ error: StoreError) -> ExitCode {
         switch error {
         case .migrationNotInferable(let reasons):
-            CommandLog.error("\(store): the store cannot be migrated to this model automatically:")
+            CommandLog.error("\(shownStore): the store cannot be migrated to this model automatically:")
             for reason in reasons { CommandLog.write("  \(reason)\n") }
             return ExitCode(65)
         case .modelMismatch, .notAManagedStore, .unsupportedFormat:
-            CommandLog.error("\(store): \(error)")
+            CommandLog.error("\(shownStore): \(error)")
             return ExitCode(65)
         case .cannotOpen:
-            CommandLog.error("\(store): \(error)")
+            CommandLog.error("\(shownStore): \(error)")
             return ExitCode(66)
         default:
-            CommandLog.error("\(store): \(error)")
+            CommandLog.error("\(shownStore): \(error)")
             return ExitCode(1)
         }
     }

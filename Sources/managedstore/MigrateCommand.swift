@@ -27,7 +27,12 @@ struct MigrateCommand: ParsableCommand {
         let model = try storeOptions.loadModelForExistingStore()
         let plan: MigrationPlan
         do throws(StoreError) {
-            if dryRun {
+            if storeOptions.isPostgres {
+                // A PostgreSQL store opens only when it matches the model: there is nothing to
+                // migrate, or the reasons it cannot be are the error.
+                _ = try storeOptions.openExisting(model)
+                plan = MigrationPlan(steps: [])
+            } else if dryRun {
                 plan = try PersistentStoreCoordinator.migrationPlan(for: model, store: storeOptions.store)
             } else {
                 // Opening migrates, in one transaction; the checkpoint leaves it all in the file.
@@ -40,7 +45,7 @@ struct MigrateCommand: ParsableCommand {
         }
         print(plan.isEmpty ? "the store already matches the model" : plan.description)
         if !plan.isEmpty {
-            CommandLog.write(dryRun ? "dry run: nothing was changed\n" : "migrated \(storeOptions.store) to \(model.name) version \(model.version)\n")
+            CommandLog.write(dryRun ? "dry run: nothing was changed\n" : "migrated \(storeOptions.shownStore) to \(model.name) version \(model.version)\n")
         }
     }
 }

@@ -13,6 +13,7 @@ struct ServeCommand: ParsableCommand {
         Examples:
           managedstore serve --model tracker.json --store ./data/tracker.sqlite
           managedstore serve --demo --store :memory: --port 0
+          managedstore serve --demo --store postgres://app@db:5432/app --tokens-file tokens.json --host 0.0.0.0
         The API is described at /v1/openapi.yaml once the server runs.
         """)
 
@@ -22,7 +23,7 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
     var demo = false
 
-    @Option(help: "The SQLite store file (created with its folder if missing), or :memory: for an in-memory store.")
+    @Option(help: "The SQLite store file (created with its folder if missing), :memory: for an in-memory store, or a PostgreSQL URI (postgres://user@host:5432/db; the password from the URI, PGPASSWORD or ~/.pgpass, never shown): any number of servers may share one database.")
     var store: String
 
     @Option(help: "The address to listen on (IPv4).")
@@ -151,7 +152,7 @@ struct ServeCommand: ParsableCommand {
         // /v1/healthz answers at once and /v1/readyz says 503 until the store is ready.
         let storeDescription = description
         let server = ManagedStoreServer(opening: {
-            logger.info("opening the store", metadata: ["store": .string(store)])
+            logger.info("opening the store", metadata: ["store": .string(shownStore)])
             let coordinator = try PersistentStoreCoordinator(model: loaded, store: storeDescription)
             if !coordinator.appliedMigration.isEmpty {
                 logger.info("migrated", metadata: ["steps": .array(coordinator.appliedMigration.steps.map { .string($0.description) })])
@@ -163,7 +164,7 @@ struct ServeCommand: ParsableCommand {
                 // The first line on stderr, at once and before the store's own lines: where a
                 // container's log starts.
                 FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(port) "
-                    + "model \(loaded.name) store \(store)\n").utf8))
+                    + "model \(loaded.name) store \(shownStore)\n").utf8))
                 if let tokensNotice { FileHandle.standardError.write(Data(tokensNotice.utf8)) }
             }, failed: { error in
                 // Nothing can be served: say why and leave (the port closes with the process).
@@ -182,7 +183,8 @@ struct ServeCommand: ParsableCommand {
         if insecureOpen && service.accessTokens.isEmpty && !Self.isLoopback(host) {
             say("managedstore: --insecure-open: anyone who reaches \(host):\(server.port) may read and write, without a token")
         }
-        say("managedstore serving \(loaded.name) from \(store) at http://\(host):\(server.port)  (durability \(durability), \(readContexts) read contexts)")
+        let storeSettings = StoreDescription.isPostgresURI(store) ? "PostgreSQL" : "durability \(durability)"
+        say("managedstore serving \(loaded.name) from \(shownStore) at http://\(host):\(server.port)  (\(storeSettings), \(readContexts) read contexts)")
         say("try:")
         for line in StartupExamples.lines(for: loaded, base: base) { say("  " + line) }
         let signal = signals.wait()
@@ -203,9 +205,15 @@ struct ServeCommand: ParsableCommand {
         do {
             if let tokensFile { return (try TokensFile.load(path: tokensFile), nil) }
             if insecureOpen || Self.isLoopback(host) { return ([], nil) }
+            // No file to keep tokens beside: an in-memory store, or a database that many
+            // servers share (tokens are configuration, given to each of them).
             guard store != ":memory:" else {
                 FileHandle.standardError.write(Data("managedstore: an in-memory store on \(host) needs --tokens-file or --insecure-open\n".utf8))
-                throw ExitCode(64)
+                throw ExitCode(2)
+            }
+            guard !StoreDescription.isPostgresURI(store) else {
+                FileHandle.standardError.write(Data("managedstore: a postgres:// store on \(host) needs --tokens-file or --insecure-open\n".utf8))
+                throw ExitCode(2)
             }
             let beside = URL(fileURLWithPath: store).deletingLastPathComponent().appendingPathComponent("tokens.json")
             if FileManager.default.fileExists(atPath: beside.path) { return (try TokensFile.load(path: beside.path), nil) }
@@ -224,6 +232,9 @@ struct ServeCommand: ParsableCommand {
             throw ExitCode(64)
         }
     }
+
+    /// The store as it may be shown: a PostgreSQL URI without its password.
+    private var shownStore: String { StoreDescription.redacted(store) }
 
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")

@@ -29,11 +29,13 @@ struct ServeTokensTests {
         #expect(try String(contentsOfFile: tokensPath, encoding: .utf8) == file)
     }
 
-    @Test("an in-memory store on a non-loopback address needs --tokens-file or --insecure-open")
-    func inMemoryNeedsTokens() throws {
-        let run = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--host", "192.0.2.1", "--port", "0"])
-        #expect(run.status == 64)
+    @Test("an in-memory or postgres:// store on a non-loopback address needs --tokens-file or --insecure-open: exit 2",
+          arguments: [":memory:", "postgres://app:s3cret@127.0.0.1:1/app"])
+    func inMemoryNeedsTokens(store: String) throws {
+        let run = try ServerProcess.run(["serve", "--demo", "--store", store, "--host", "192.0.2.1", "--port", "0"])
+        #expect(run.status == 2)
         #expect(run.stderr.contains("--tokens-file or --insecure-open"), "\(run.stderr)")
+        #expect(!run.stderr.contains("s3cret"))
     }
 
     @Test("a bad tokens file stops serve with the reason")

@@ -1,4 +1,5 @@
 import Foundation
+import ManagedStoreTestSupport
 import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
@@ -13,7 +14,7 @@ final class ServerHarness: @unchecked Sendable {
     let directory: URL?
 
     /// `directory`: a store file there (kept when the harness goes: a restart on it), else in
-    /// memory or in a folder of its own; `keyLifetime`: the store's idempotency key lifetime.
+    /// memory (a PostgreSQL schema of its own when the run is on PostgreSQL) or in a folder of its own; `keyLifetime`: the store's idempotency key lifetime.
     init(inMemory: Bool = true, model: ManagedObjectModel = .taskTracker(), directory given: URL? = nil, keyLifetime: Duration? = nil,
          configure: (inout ServiceConfiguration, inout HTTPServer.Configuration) -> Void = { _, _ in }) throws {
         var service = ServiceConfiguration()
@@ -27,7 +28,8 @@ final class ServerHarness: @unchecked Sendable {
             store = .sqlite(given.appendingPathComponent("store.sqlite"), durability: .normal)
         } else if inMemory {
             directory = nil
-            store = .inMemory
+            // On PostgreSQL runs (`make test-postgres-store`), a schema of its own instead.
+            store = PostgresTestDatabase.isActive ? try PostgresTestDatabase.freshStore(base: .inMemory) : .inMemory
         } else {
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-server-\(UUID().uuidString)")
             directory = folder

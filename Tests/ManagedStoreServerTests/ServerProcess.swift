@@ -57,13 +57,14 @@ final class ServerProcess: @unchecked Sendable {
     /// With `directory`, the store in it is used (a restart), and the folder is left for its
     /// owner to remove.
     /// With `model` (a model file), it serves that model instead of the demo's.
+    /// With `store` (a `postgres://` URI), that store instead of a file.
     init(arguments: [String] = [], environment: [String: String] = [:], waitUntilReady: Bool = true, directory given: URL? = nil,
-         model: String? = nil) throws {
+         model: String? = nil, store: String? = nil) throws {
         directory = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-process-\(UUID().uuidString)")
         ownsDirectory = given == nil
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         process.executableURL = try Self.executable
-        process.arguments = ["serve"] + (model.map { ["--model", $0] } ?? ["--demo"]) + ["--store", directory.appendingPathComponent("store.sqlite").path,
+        process.arguments = ["serve"] + (model.map { ["--model", $0] } ?? ["--demo"]) + ["--store", store ?? directory.appendingPathComponent("store.sqlite").path,
                              "--port", "0", "--durability", "normal"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
         let output = Pipe()
@@ -81,8 +82,9 @@ final class ServerProcess: @unchecked Sendable {
             if data.isEmpty { break }
             banner += String(decoding: data, as: UTF8.self)
         }
-        guard let range = banner.range(of: #"127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
-              let port = UInt16(banner[range].split(separator: ":")[1]) else {
+        // The server's address follows "at http://" (the store, a postgres:// URI, may name an address too).
+        guard let range = banner.range(of: #"at http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression),
+              let port = UInt16(banner[range].split(separator: ":").last!) else {
             process.terminate()
             throw Failure.noBanner("no start-up line with the address: \(banner.prefix(300))")
         }

@@ -326,7 +326,8 @@ struct ContextTests {
     func containersOnTheNamedStore() throws {
         let container = try Fixtures.container()
         #expect((container.coordinator.store is DictionaryStore) == TestStore.isDictionary)
-        #expect((container.coordinator.store is SQLiteStore) == !TestStore.isDictionary)
+        #expect((container.coordinator.store is PostgreSQLStore) == TestStore.isPostgres)
+        #expect((container.coordinator.store is SQLiteStore) == (!TestStore.isDictionary && !TestStore.isPostgres))
     }
 
     @Test("using a context off its queue traps with a message")

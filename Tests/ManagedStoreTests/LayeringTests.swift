@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 
-/// The layers are targets, so the compiler refuses a core file that uses the SQLite store (the
-/// core does not depend on it). What the compiler cannot see is text: SQL written into a
-/// string, or a layer above the library reaching for the SQLite store's types. This reads the
-/// sources and fails on either.
-@Suite("Layering: SQL and SQLite only in the SQLite store")
+/// The layers are targets, so the compiler refuses a core file that uses a store (the core
+/// depends on none). What the compiler cannot see is text: SQL written into a string, or a
+/// layer above the library reaching for a store's types. This reads the sources and fails on
+/// either.
+@Suite("Layering: SQL, SQLite and PostgreSQL only in their stores")
 struct LayeringTests {
     /// The package's `Sources` folder, found from this file.
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -18,20 +18,22 @@ struct LayeringTests {
     ]
     /// SQLite's own names: its C API, its module, and the SQLite store's types.
     static let sqliteNames = [#"\bsqlite3_\w+"#, #"\bCSQLite\b"#, #"\bSQLite[A-Z]\w*"#, #"\bimport\s+ManagedStoreSQLite\b"#]
+    /// The PostgreSQL store's: libpq's C API, its module, and the store's types.
+    static let postgresNames = [#"\bPQ[a-z]\w*\("#, #"\bCPostgreSQL\b"#, #"\bPG[A-Z][a-z]\w*"#, #"\bimport\s+ManagedStorePostgreSQL\b"#]
 
-    @Test("the core, the server and the command line hold no SQL and name nothing of SQLite's")
+    @Test("the core, the server and the command line hold no SQL and name nothing of SQLite's or PostgreSQL's")
     func noSQLOutsideTheSQLiteStore() throws {
         var found: [String] = []
         for target in ["ManagedStoreCore", "ManagedStoreServer", "managedstore"] {
             for (path, lines) in try Self.codeLines(of: target) {
                 for (number, line) in lines {
-                    for pattern in Self.sqlPatterns + Self.sqliteNames where line.range(of: pattern, options: .regularExpression) != nil {
+                    for pattern in Self.sqlPatterns + Self.sqliteNames + Self.postgresNames where line.range(of: pattern, options: .regularExpression) != nil {
                         found.append("\(path):\(number): \(line.trimmingCharacters(in: .whitespaces).prefix(120))")
                     }
                 }
             }
         }
-        #expect(found.isEmpty, "SQL or SQLite outside the SQLite store:\n\(found.joined(separator: "\n"))")
+        #expect(found.isEmpty, "SQL, SQLite or PostgreSQL outside the stores:\n\(found.joined(separator: "\n"))")
     }
 
     @Test("the umbrella module only re-exports the layers and opens a store from its description")
@@ -39,8 +41,8 @@ struct LayeringTests {
         var found: [String] = []
         for (path, lines) in try Self.codeLines(of: "ManagedStore") {
             for (number, line) in lines {
-                let names = line.matches(of: /\bSQLite[A-Z]\w*/).map { String($0.output) }
-                if names.contains(where: { $0 != "SQLiteStore" }) || Self.sqlPatterns.contains(where: { line.range(of: $0, options: .regularExpression) != nil }) {
+                let names = line.matches(of: /\b(?:SQLite|PG(?=[A-Z][a-z])|PostgreSQL)[A-Z]\w*/).map { String($0.output) }
+                if names.contains(where: { $0 != "SQLiteStore" && $0 != "PostgreSQLStore" }) || Self.sqlPatterns.contains(where: { line.range(of: $0, options: .regularExpression) != nil }) {
                     found.append("\(path):\(number): \(line)")
                 }
             }
@@ -48,11 +50,15 @@ struct LayeringTests {
         #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
     }
 
-    @Test("the checks find what they look for (the SQLite store itself is full of it)")
+    @Test("the checks find what they look for (the stores themselves are full of it)")
     func checksSeeTheSQLiteStore() throws {
         let lines = try Self.codeLines(of: "ManagedStoreSQLite").flatMap(\.lines).map(\.text)
         for pattern in [Self.sqlPatterns[0], Self.sqlPatterns[1], Self.sqliteNames[0], Self.sqliteNames[2]] {
             #expect(lines.contains { $0.range(of: pattern, options: .regularExpression) != nil }, "\(pattern)")
+        }
+        let postgres = try Self.codeLines(of: "ManagedStorePostgreSQL").flatMap(\.lines).map(\.text)
+        for pattern in [Self.sqlPatterns[0], Self.postgresNames[0], Self.postgresNames[2]] {
+            #expect(postgres.contains { $0.range(of: pattern, options: .regularExpression) != nil }, "\(pattern)")
         }
         // Comments are not code: a doc comment that names SQLite is allowed anywhere.
         #expect(Self.stripComments("let a = 1 // SELECT x FROM t") == "let a = 1 ")

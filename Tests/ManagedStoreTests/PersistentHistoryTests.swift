@@ -181,14 +181,13 @@ struct PersistentHistoryTests {
             return task.objectID
         }
         let entity = try #require(container.model.resolvedEntity(named: "Task"))
-        let changes = try container.coordinator.sqlite.writer.withConnection { connection in
-            try HistoryReader(connection: connection, model: container.model, storeIdentifier: container.coordinator.storeIdentifier)
-                .changes(ofObject: entity, pk: taskID.primaryKey ?? 0, after: 1)
+        // Through the store protocol, so that every store's history answers it.
+        let changes = try container.coordinator.store.read(throughWriter: true) { session in
+            try session.historyChanges(ofObject: entity, key: taskID.primaryKey ?? 0, after: 1)
         }
         #expect(changes?.map(\.updatedProperties) == [["priority"], ["title"]], "newest first")
-        let none = try container.coordinator.sqlite.writer.withConnection { connection in
-            try HistoryReader(connection: connection, model: container.model, storeIdentifier: container.coordinator.storeIdentifier)
-                .changes(ofObject: entity, pk: taskID.primaryKey ?? 0, after: 7)
+        let none = try container.coordinator.store.read(throughWriter: true) { session in
+            try session.historyChanges(ofObject: entity, key: taskID.primaryKey ?? 0, after: 7)
         }
         #expect(none == nil)
     }

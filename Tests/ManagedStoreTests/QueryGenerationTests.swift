@@ -128,7 +128,8 @@ struct QueryGenerationTests {
 
     @Test("what cannot be pinned is a typed error: an in-memory store, the writer's context, another store's token")
     func pinningErrors() throws {
-        let memory = try Fixtures.container(.inMemory)
+        // The SQLite store's in-memory database keeps no older states (the other stores do).
+        let memory = try PersistentContainer(model: Fixtures.tracker, store: .inMemory)
         let context = memory.newBackgroundContext()
         context.performAndWait {
             #expect(throws: QueryGenerationError.inMemoryStore) { try context.setQueryGenerationFrom(.current) }

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ManagedStore
 @testable import ManagedStoreCore
+@testable import ManagedStorePostgreSQL
 @testable import ManagedStoreSQLite
 import ManagedStoreTestSupport
 
@@ -18,21 +19,31 @@ final class TemporaryStore: Sendable {
 }
 
 /// Which store the suites' in-memory containers are: the SQLite store's in-memory database
-/// (the default), or the dictionary store (`MANAGEDSTORE_TEST_STORE=dictionary`, which
-/// `scripts/test-unit.sh` sets for a second run of the context, fault, save, conflict and
-/// merge-policy suites).
+/// (the default), the dictionary store (`MANAGEDSTORE_TEST_STORE=dictionary`: `make
+/// test-dictionary-store`), or a PostgreSQL database (`MANAGEDSTORE_TEST_STORE=postgres` with
+/// `MANAGEDSTORE_TEST_POSTGRES` its URI: `make test-postgres-store` starts a throw-away cluster).
 enum TestStore {
     static let isDictionary = ProcessInfo.processInfo.environment["MANAGEDSTORE_TEST_STORE"] == "dictionary"
+    static var isPostgres: Bool { PostgresTestDatabase.isActive }
+
+    /// A store of its own in the test database: a new schema, named on the URI's search path.
+    static func freshPostgresStore(base: StoreDescription) throws -> StoreDescription {
+        try PostgresTestDatabase.freshStore(base: base)
+    }
 }
 
 enum Fixtures {
     static let tracker = ManagedObjectModel.taskTracker()
 
     /// A container over the task tracker, in memory or in a file. In memory it is the
-    /// dictionary store when `TestStore.isDictionary`.
+    /// dictionary store when `TestStore.isDictionary`, a PostgreSQL schema of its own when
+    /// `TestStore.isPostgres`.
     static func container(_ store: StoreDescription = .inMemory, model: ManagedObjectModel = tracker) throws -> PersistentContainer {
         if TestStore.isDictionary, store.location == .inMemory {
             return PersistentContainer(coordinator: PersistentStoreCoordinator(model: model, store: DictionaryStore(model: model, description: store)))
+        }
+        if TestStore.isPostgres, store.location == .inMemory {
+            return try PersistentContainer(model: model, store: TestStore.freshPostgresStore(base: store))
         }
         return try PersistentContainer(model: model, store: store)
     }

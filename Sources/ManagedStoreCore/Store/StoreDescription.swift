@@ -7,6 +7,9 @@ public struct StoreDescription: Sendable {
         case file(URL)
         /// A private in-memory database [NSInMemoryStoreType]: same behaviour, gone at close.
         case inMemory
+        /// A PostgreSQL database, named by a libpq connection URI (`postgres://user@host:5432/db`):
+        /// any number of processes may open it at once.
+        case postgres(String)
     }
 
     /// How much a committed save survives.
@@ -43,6 +46,10 @@ public struct StoreDescription: Sendable {
     /// after that is carried out afresh. Expired records are deleted by
     /// `PersistentStoreCoordinator.deleteExpiredIdempotencyRecords(limit:)`.
     public var idempotencyKeyLifetime: Duration = .seconds(86_400)
+    /// Whether opening creates the store where there is none (on by default). Off, a
+    /// PostgreSQL database without the store's tables is refused with `StoreError.cannotOpen`:
+    /// `check` and `migrate` look at what exists and create nothing.
+    public var createsStoreIfMissing = true
 
     public init(location: Location, readerCount: Int = 4, durability: Durability = .full, memoryMapSize: Int = 256 << 20) {
         self.location = location
@@ -51,10 +58,41 @@ public struct StoreDescription: Sendable {
         self.memoryMapSize = max(0, memoryMapSize)
     }
 
-    /// A store at `path`, or in memory when `path` is `:memory:`, as the command line accepts.
+    /// A store at `path`, in memory when `path` is `:memory:`, or in PostgreSQL when it is a
+    /// `postgres://` or `postgresql://` URI, as the command line accepts.
     public static func path(_ path: String, readerCount: Int = 4, durability: Durability = .full) -> StoreDescription {
-        path == ":memory:" ? StoreDescription(location: .inMemory, readerCount: readerCount, durability: durability)
-                           : StoreDescription(location: .file(URL(fileURLWithPath: path)), readerCount: readerCount, durability: durability)
+        if path == ":memory:" { return StoreDescription(location: .inMemory, readerCount: readerCount, durability: durability) }
+        if isPostgresURI(path) { return StoreDescription(location: .postgres(path), readerCount: readerCount, durability: durability) }
+        return StoreDescription(location: .file(URL(fileURLWithPath: path)), readerCount: readerCount, durability: durability)
+    }
+
+    /// Whether `text` names a PostgreSQL database rather than a file.
+    public static func isPostgresURI(_ text: String) -> Bool {
+        text.hasPrefix("postgres://") || text.hasPrefix("postgresql://")
+    }
+
+    /// `store` as it may be shown (logs, start-up lines, `--print-config`, errors): a URI's
+    /// password, in its user info or a `password=` parameter, replaced by `***`; a path as it is.
+    public static func redacted(_ store: String) -> String {
+        guard let scheme = store.range(of: "://") else { return store }
+        let rest = store[scheme.upperBound...]
+        // The authority ends at the first '/', '?' or '#'; its user info at the last '@' in it.
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var masked = String(store[..<scheme.upperBound])
+        if let at = authority.lastIndex(of: "@") {
+            let userInfo = authority[..<at]
+            masked += userInfo.firstIndex(of: ":").map { userInfo[..<$0] + ":***" } ?? String(userInfo)
+            masked += authority[at...]
+        } else {
+            masked += authority
+        }
+        let tail = rest[authorityEnd...]
+        guard let question = tail.firstIndex(of: "?") else { return masked + tail }
+        let query = tail[tail.index(after: question)...].split(separator: "&", omittingEmptySubsequences: false).map { pair in
+            pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair)
+        }
+        return masked + tail[...question] + query.joined(separator: "&")
     }
 
     public static var inMemory: StoreDescription { StoreDescription(location: .inMemory) }

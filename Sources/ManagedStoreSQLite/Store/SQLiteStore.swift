@@ -42,6 +42,8 @@ package final class SQLiteStore: PersistentStore {
             path = url.path
             let directory = url.deletingLastPathComponent()
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        case .postgres:
+            throw .cannotOpen(path: "postgres://", message: "a PostgreSQL database is opened by PostgreSQLStore, not the SQLite store")
         }
         let connection = try SQLiteConnection(path: path)
         if description.location != .inMemory {

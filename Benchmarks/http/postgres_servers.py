@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""GET by key and POST insert on 1, 2 and 3 servers over one PostgreSQL database, beside one
+server on an SQLite file, in alternating rounds on this machine.
+
+A throw-away PostgreSQL cluster on loopback (scripts/postgres-cluster.sh, fsync on: a 2xx write
+is as durable as SQLite's --durability full) holds one seeded store per configuration. Every
+round runs each configuration once, the order turning; N servers are driven by N wrk processes
+at once (64 connections in all, split among them), and their rates are added up. The report
+gives each configuration's median rate and its median ratio to SQLite in the same round.
+
+  Benchmarks/http/postgres_servers.py [--binary .build/release/managedstore] [--rounds 3]
+      [--seconds 5] [--tasks 20000] [--json results.json]
+
+Servers listen on 127.0.0.1 only; every run is bounded in time.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from alternate import HTTP, ROOT, Process, free_port, wait_ready  # noqa: E402
+
+CLUSTER = os.path.join(ROOT, "scripts", "postgres-cluster.sh")
+
+
+def wrk_many(urls, seconds, connections, script):
+    """One wrk per URL, all at once; the sum of their rates and of their non-2xx answers."""
+    per = max(1, connections // len(urls))
+    runs = [subprocess.Popen(["wrk", "-t1", f"-c{per}", f"-d{seconds}s", "-s", os.path.join(HTTP, script), url],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for url in urls]
+    rate, bad = 0.0, 0
+    for run in runs:
+        out, _ = run.communicate(timeout=seconds + 60)
+        import re
+        match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if not match:
+            sys.exit(f"postgres_servers: wrk gave no rate:\n{out}")
+        rate += float(match.group(1))
+        failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+        bad += int(failed.group(1)) if failed else 0
+    return rate, bad
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=os.path.join(ROOT, ".build", "release", "managedstore"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=20000)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="managedstore-pgbench-")
+    cluster = os.path.join(work, "cluster")
+    env = dict(os.environ, POSTGRES_FSYNC="on")
+    uri = subprocess.run([CLUSTER, "start", cluster], capture_output=True, text=True, env=env, check=True).stdout.strip()
+    try:
+        run(args, work, uri)
+    finally:
+        subprocess.run([CLUSTER, "stop", cluster], capture_output=True)
+
+
+def seeded(args, store):
+    subprocess.run([args.binary, "demo", "--store", store, "--tasks", str(args.tasks), "--batch", "5000"],
+                   check=True, capture_output=True, timeout=900)
+
+
+def run(args, work, uri):
+    os.environ["TASKS"] = str(args.tasks)
+    configs = ["sqlite", "pg-1", "pg-2", "pg-3"]
+    stores = {"sqlite": os.path.join(work, "store.sqlite")}
+    seeded(args, stores["sqlite"])
+    for name in configs[1:]:
+        schema = name.replace("-", "_")
+        subprocess.run(["psql", uri, "-qc", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
+        stores[name] = f"{uri}?options=-csearch_path%3D{schema}"
+        seeded(args, stores[name])
+    rates = {(c, s): [] for c in configs for s in ("get", "post")}
+    ratios = {(c, s): [] for c in configs[1:] for s in ("get", "post")}
+    for round_number in range(args.rounds):
+        order = configs[round_number % len(configs):] + configs[:round_number % len(configs)]
+        this_round = {}
+        for name in order:
+            count = 1 if name == "sqlite" else int(name[-1])
+            servers = []
+            try:
+                for i in range(count):
+                    port = free_port()
+                    argv = [args.binary, "serve", "--demo", "--store", stores[name], "--port", str(port), "--durability", "full"]
+                    servers.append((Process(argv, os.path.join(work, f"{name}-{i}.log")), port))
+                for _, port in servers:
+                    wait_ready(f"http://127.0.0.1:{port}/v1/readyz")
+                urls = [f"http://127.0.0.1:{port}" for _, port in servers]
+                for scenario, script in (("get", "get_random.lua"), ("post", "post_insert.lua")):
+                    rate, bad = wrk_many(urls, args.seconds, 64, script)
+                    if bad:
+                        sys.exit(f"postgres_servers: {bad} failed answers from {name} {scenario}")
+                    this_round[(name, scenario)] = rate
+                    rates[(name, scenario)].append(rate)
+            finally:
+                for process, _ in servers:
+                    process.stop()
+        for name in configs[1:]:
+            for scenario in ("get", "post"):
+                ratios[(name, scenario)].append(this_round[(name, scenario)] / this_round[("sqlite", scenario)])
+        print(f"round {round_number + 1}: " + ", ".join(f"{n} {s} {this_round[(n, s)]:,.0f}" for n in order for s in ("get", "post")),
+              flush=True)
+    print()
+    print(f"{args.rounds} alternating rounds of {args.seconds}s, 64 connections in all, {args.tasks:,} tasks; medians")
+    print()
+    print("| configuration | GET by key /s | POST insert /s | GET / SQLite | POST / SQLite |")
+    print("|---|---:|---:|---:|---:|")
+    for name in configs:
+        get, post = statistics.median(rates[(name, "get")]), statistics.median(rates[(name, "post")])
+        if name == "sqlite":
+            print(f"| SQLite, 1 server | {get:,.0f} | {post:,.0f} | 1 | 1 |")
+        else:
+            print(f"| PostgreSQL, {name[-1]} server{'s' if name != 'pg-1' else ''} | {get:,.0f} | {post:,.0f} | "
+                  f"{statistics.median(ratios[(name, 'get')]):.3f} | {statistics.median(ratios[(name, 'post')]):.3f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rates": {f"{c}/{s}": v for (c, s), v in rates.items()},
+                       "ratios": {f"{c}/{s}": v for (c, s), v in ratios.items()}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+#ifndef MANAGEDSTORE_CPOSTGRESQL_SHIM_H
+#define MANAGEDSTORE_CPOSTGRESQL_SHIM_H
+#include <libpq-fe.h>
+#endif

@@ -1,0 +1,99 @@
+import Foundation
+import ManagedStoreCore
+
+/// The rows of the entities a fetch reads, loaded from one snapshot, with the destinations of
+/// their relationships indexed both ways: what the in-memory evaluator walks.
+///
+/// Not Sendable: built and used inside one session's call.
+final class PGLoadedRows {
+    /// Per entity (by index): its rows by key; empty for entities the fetch does not read.
+    var rows: [[Int64: StoredRow]]
+    /// Per entity and relationship: owner key → destination keys, ascending.
+    private var destinations: [[Int: [Int64: [Int64]]]]
+
+    init(entities: Set<Int>, session: PGSession) throws(StoreError) {
+        let model = session.model
+        rows = Array(repeating: [:], count: model.schema.count)
+        destinations = Array(repeating: [:], count: model.schema.count)
+        for index in entities {
+            for (key, row) in try session.allRows(of: model.schema[index]) { rows[index][key] = row }
+        }
+        // Every relationship of a loaded entity: a comparison with an object reads the stored
+        // key even when the destination's rows are not loaded.
+        for index in entities {
+            let entity = model.schema[index]
+            for relationship in entity.relationships {
+                destinations[index][relationship.index] = try destinationIndex(entity, relationship, session: session)
+            }
+        }
+    }
+
+    private func destinationIndex(_ entity: Entity, _ relationship: Relationship, session: PGSession) throws(StoreError) -> [Int64: [Int64]] {
+        var index: [Int64: [Int64]] = [:]
+        switch relationship.storage {
+        case .foreignKey:
+            guard let position = entity.foreignKeyRelationships.firstIndex(of: relationship.index) else { return [:] }
+            for (key, row) in rows[entity.index] { if let target = row.foreignKeys[position] { index[key] = [target] } }
+        case .inverseForeignKey:
+            let destination = session.schema.tables[relationship.destinationIndex].table
+            let column = PGValues.quote(relationship.inverseName)
+            let result = try session.connection.execute("SELECT \(column), _pk FROM \(destination) WHERE \(column) IS NOT NULL")
+            for i in 0..<result.rowCount {
+                guard let owner = result.int64(i, 0), let target = result.int64(i, 1) else { continue }
+                index[owner, default: []].append(target)
+            }
+        case let .joinTable(table, isFirstSide):
+            let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
+            let result = try session.connection.execute("SELECT \(mine), \(other) FROM \(PGValues.quote(table))")
+            for i in 0..<result.rowCount {
+                guard let owner = result.int64(i, 0), let target = result.int64(i, 1) else { continue }
+                index[owner, default: []].append(target)
+            }
+        }
+        for key in index.keys { index[key]!.sort() }
+        return index
+    }
+
+    func destinationKeys(_ entity: Int, _ relationship: Int, of key: Int64) -> [Int64] {
+        destinations[entity][relationship]?[key] ?? []
+    }
+}
+
+/// The loaded rows as the predicate evaluator walks them.
+struct PGRowGraph: PredicateGraph {
+    struct Node {
+        let entity: Int
+        let key: Int64
+    }
+
+    let rows: PGLoadedRows
+    let model: ManagedObjectModel
+    let storeIdentifier: UUID
+
+    func objectID(of node: Node) -> ManagedObjectID {
+        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: model.schema[node.entity].name, key: .permanent(node.key))
+    }
+
+    func isAccessible(_ node: Node) -> Bool { rows.rows[node.entity][node.key] != nil }
+
+    func attribute(_ index: Int, of node: Node) -> AttributeValue { rows.rows[node.entity][node.key]?.attributes[index] ?? .null }
+
+    /// The stored key, whether or not its object is still there (as the SQLite store reads the column).
+    func toOneID(_ relationship: Int, of node: Node) -> ManagedObjectID? {
+        let destination = model.schema[node.entity].relationships[relationship].destinationIndex
+        return rows.destinationKeys(node.entity, relationship, of: node.key).first.map { objectID(of: Node(entity: destination, key: $0)) }
+    }
+
+    func toOne(_ relationship: Int, of node: Node) -> Node? {
+        let destination = model.schema[node.entity].relationships[relationship].destinationIndex
+        guard let key = rows.destinationKeys(node.entity, relationship, of: node.key).first,
+              rows.rows[destination][key] != nil else { return nil }
+        return Node(entity: destination, key: key)
+    }
+
+    func toMany(_ relationship: Int, of node: Node) -> [Node] {
+        let destination = model.schema[node.entity].relationships[relationship].destinationIndex
+        return rows.destinationKeys(node.entity, relationship, of: node.key)
+            .filter { rows.rows[destination][$0] != nil }.map { Node(entity: destination, key: $0) }
+    }
+}

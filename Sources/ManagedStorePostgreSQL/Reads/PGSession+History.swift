@@ -1,0 +1,162 @@
+import Foundation
+import ManagedStoreCore
+
+// The persistent history in PostgreSQL: one row per recorded save (its token is the store's
+// counter, taken under the counter's row lock, so tokens are handed out in commit order across
+// every server), one row per change, and an object's chain of changes read back by `seq`.
+
+extension PGSession {
+    private static let changeColumns = "token, entity, pk, type, version, properties, previous"
+
+    /// A change row selected with `changeColumns` (from column `offset`).
+    private func change(_ result: PGResult, _ i: Int, from offset: Int = 0) -> PersistentHistoryChange? {
+        guard let entityName = result.text(i, offset + 1), let entity = model.resolvedEntity(named: entityName),
+              let pk = result.int64(i, offset + 2), let type = result.int64(i, offset + 3).flatMap(HistoryCoding.type) else { return nil }
+        let properties = (try? JSONParser(maxDepth: 4).parse(result.text(i, offset + 5) ?? "[]"))?.arrayValue?.compactMap(\.stringValue) ?? []
+        var previous: [String: PersistentHistoryValue] = [:]
+        if let text = result.text(i, offset + 6), case .object(let members)? = try? JSONParser(maxDepth: 8).parse(text) {
+            previous = HistoryCoding.decodePrevious(members, entity: entity, model: model, storeIdentifier: storeIdentifier)
+        }
+        return PersistentHistoryChange(objectID: id(entity, pk), changeType: type, updatedProperties: properties,
+                                       version: result.int64(i, offset + 4), previousValues: previous)
+    }
+
+    func historyChanges(ofObject entity: Entity, key: Int64, after version: Int64) throws(StoreError) -> [PersistentHistoryChange]? {
+        let pruned = try prunedThrough()
+        let result = try connection.execute("""
+            SELECT \(Self.changeColumns) FROM _managedstore_history_change WHERE entity = $1 AND pk = $2 ORDER BY seq DESC
+            """, [entity.name, String(key)])
+        var changes: [PersistentHistoryChange] = []
+        for i in 0..<result.rowCount {
+            // A save that recorded nothing, or one pruned since: what changed there is unknown.
+            guard let token = result.int64(i, 0), token > pruned else { return nil }
+            if result.int64(i, 4) == version { return changes }
+            if let change = change(result, i) { changes.append(change) }
+        }
+        return nil
+    }
+
+    func historyTransactions(after token: PersistentHistoryToken, limit: Int, entities: Set<String>?) throws(StoreError) -> [PersistentHistoryTransaction] {
+        var found: [PersistentHistoryTransaction] = []
+        var after = token.rawValue
+        // With an entity filter some saves list nothing: read on, a page at a time, until
+        // `limit` saves are found or the history ends.
+        while found.count < limit {
+            let page = try connection.execute("""
+                SELECT token, timestamp, author, context FROM _managedstore_history_transaction
+                WHERE token > $1 ORDER BY token LIMIT $2
+                """, [String(after), String(max(1, limit))])
+            guard page.rowCount > 0 else { break }
+            let tokens = (0..<page.rowCount).compactMap { page.int64($0, 0) }
+            let rows = try connection.execute("""
+                SELECT \(Self.changeColumns) FROM _managedstore_history_change
+                WHERE token = ANY($1::bigint[]) ORDER BY token, entity, pk
+                """, [PGValues.keyArray(tokens)])
+            var changes: [Int64: [PersistentHistoryChange]] = [:]
+            for i in 0..<rows.rowCount {
+                guard let token = rows.int64(i, 0), let change = change(rows, i) else { continue }
+                if let entities, !entities.contains(change.objectID.entityName) { continue }
+                changes[token, default: []].append(change)
+            }
+            for i in 0..<page.rowCount where found.count < limit {
+                guard let token = page.int64(i, 0) else { continue }
+                after = token
+                let listed = changes[token] ?? []
+                if entities != nil && listed.isEmpty { continue }
+                found.append(PersistentHistoryTransaction(
+                    token: PersistentHistoryToken(rawValue: token),
+                    timestamp: Date(timeIntervalSince1970: Double(page.text(i, 1) ?? "") ?? 0),
+                    author: page.text(i, 2), contextName: page.text(i, 3), changes: listed))
+            }
+            if page.rowCount < max(1, limit) { break }
+        }
+        return found
+    }
+
+    func prunedThrough() throws(StoreError) -> Int64 {
+        try connection.execute("SELECT pruned_through FROM _managedstore_store").int64(0, 0) ?? 0
+    }
+
+    func lastHistoryToken() throws(StoreError) -> PersistentHistoryToken {
+        let result = try connection.execute("""
+            SELECT COALESCE((SELECT max(token) FROM _managedstore_history_transaction), pruned_through) FROM _managedstore_store
+            """)
+        return PersistentHistoryToken(rawValue: result.int64(0, 0) ?? 0)
+    }
+
+    func oldestHistoryToken() throws(StoreError) -> PersistentHistoryToken { PersistentHistoryToken(rawValue: try prunedThrough()) }
+
+    func historyTransactionCount() throws(StoreError) -> Int {
+        Int(try connection.execute("SELECT count(*) FROM _managedstore_history_transaction").int64(0, 0) ?? 0)
+    }
+
+    func newestHistoryToken(before date: Date, amongOldest limit: Int?) throws(StoreError) -> PersistentHistoryToken? {
+        let window = limit.map { "LIMIT \(max(1, $0))" } ?? ""
+        let result = try connection.execute("""
+            SELECT token FROM (SELECT token, timestamp FROM _managedstore_history_transaction ORDER BY token \(window)) AS oldest
+            WHERE timestamp < $1 ORDER BY token DESC LIMIT 1
+            """, [PGValues.doubleText(date.timeIntervalSince1970)])
+        return result.int64(0, 0).map(PersistentHistoryToken.init(rawValue:))
+    }
+
+    func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int {
+        let deleted = try connection.execute("DELETE FROM _managedstore_history_transaction WHERE token < $1", [String(token.rawValue)]).affectedRows
+        try connection.execute("DELETE FROM _managedstore_history_change WHERE token < $1", [String(token.rawValue)])
+        // The newest pruned token: every save before `token`, but never past the newest save.
+        try connection.execute("""
+            UPDATE _managedstore_store SET pruned_through = GREATEST(pruned_through, LEAST($1 - 1, last_token))
+            """, [String(token.rawValue)])
+        return deleted
+    }
+
+    // MARK: Recording
+
+    /// Records `draft` as one save and returns its token. `key` gives each object its primary key
+    /// (inserted objects' temporary IDs included).
+    func recordHistory(_ draft: HistoryDraft, _ changes: ChangeSet, key: (ManagedObjectID) -> Int64?) throws(StoreError) -> Int64 {
+        // The counter's row stays locked until this transaction ends: a save of another server
+        // that records history waits, so tokens commit in their order and a reader of the
+        // change feed never sees a token before a smaller one that is still to commit.
+        guard let token = try connection.execute("UPDATE _managedstore_store SET last_token = last_token + 1 RETURNING last_token").int64(0, 0) else {
+            throw .engine(code: -1, message: "the store's row is missing", sql: nil)
+        }
+        try connection.execute("INSERT INTO _managedstore_history_transaction (token, timestamp, author, context) VALUES ($1, $2, $3, $4)",
+                               [String(token), PGValues.doubleText(Date().timeIntervalSince1970), draft.author, draft.contextName])
+        let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
+        for entry in draft.entries {
+            guard let pk = key(entry.id) else { continue }
+            let version: Int64?
+            let properties: [String]
+            switch entry.type {
+            case .insert: version = 1; properties = entry.entity.propertyNames
+            case .update: version = versions[entry.id]; properties = entry.previous.map(\.name)
+            case .delete: version = nil; properties = []
+            }
+            var names = JSONWriter(reservingCapacity: 64)
+            names.bytes.append(UInt8(ascii: "["))
+            for (i, name) in properties.enumerated() {
+                if i > 0 { names.bytes.append(UInt8(ascii: ",")) }
+                names.writeString(name)
+            }
+            names.bytes.append(UInt8(ascii: "]"))
+            var previous = JSONWriter(reservingCapacity: 128)
+            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, key: key, into: &previous) }
+            try connection.execute("""
+                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties, previous)
+                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                """, [String(token), entry.entity.name, String(pk), String(HistoryCoding.typeCode(entry.type)), version.map(String.init),
+                      String(decoding: names.bytes, as: UTF8.self),
+                      entry.previous.isEmpty ? nil : String(decoding: previous.bytes, as: UTF8.self)])
+        }
+        return token
+    }
+
+    /// A save that records nothing: the objects it wrote have no known history from here on.
+    func breakChains(_ objects: [(Entity, Int64)]) throws(StoreError) {
+        for (entity, pk) in objects {
+            try connection.execute("""
+                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties) VALUES (NULL, $1, $2, 2, NULL, '[]')
+                """, [entity.name, String(pk)])
+        }
+    }
+}

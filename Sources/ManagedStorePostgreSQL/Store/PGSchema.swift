@@ -1,0 +1,124 @@
+import Foundation
+import ManagedStoreCore
+
+/// The tables of a model in PostgreSQL, and the SQL text of each entity's reads and writes,
+/// built once per store.
+///
+/// An entity's table is named after it: `_pk` (its primary key), `_version`, a column per
+/// attribute, and a `bigint` column per to-one whose key this side keeps (named after the
+/// relationship). A many-to-many is a link table `(a, b)`. The store's own tables start with
+/// `_managedstore_`, which no entity name can.
+struct PGSchema {
+    struct EntityTable {
+        let entity: Entity
+        let table: String
+        /// `_pk, _version, attributes..., foreign keys...`: what every row read selects.
+        let selectColumns: String
+        let attributeColumns: [String]
+        let foreignKeyColumns: [String]
+
+        /// The row at `row` of a result that selected `selectColumns` from column `offset` on.
+        func storedRow(_ result: PGResult, _ row: Int, from offset: Int = 0) -> (key: Int64, row: StoredRow) {
+            let key = result.int64(row, offset) ?? 0
+            let version = result.int64(row, offset + 1) ?? 0
+            var attributes: [AttributeValue] = []
+            attributes.reserveCapacity(entity.attributes.count)
+            for (i, attribute) in entity.attributes.enumerated() {
+                attributes.append(PGValues.value(result.text(row, offset + 2 + i), type: attribute.type))
+            }
+            let foreignKeyOffset = offset + 2 + entity.attributes.count
+            let foreignKeys = entity.foreignKeyRelationships.indices.map { result.int64(row, foreignKeyOffset + $0) }
+            return (key, StoredRow(version: version, attributes: attributes, foreignKeys: foreignKeys))
+        }
+    }
+
+    let tables: [EntityTable]
+    let model: ManagedObjectModel
+
+    init(model: ManagedObjectModel) {
+        self.model = model
+        tables = model.schema.map { entity in
+            let attributeColumns = entity.attributes.map { PGValues.quote($0.name) }
+            let foreignKeyColumns = entity.foreignKeyRelationships.map { PGValues.quote(entity.relationships[$0].name) }
+            return EntityTable(entity: entity, table: PGValues.quote(entity.name),
+                               selectColumns: (["_pk", "_version"] + attributeColumns + foreignKeyColumns).joined(separator: ", "),
+                               attributeColumns: attributeColumns, foreignKeyColumns: foreignKeyColumns)
+        }
+    }
+
+    subscript(entity: Entity) -> EntityTable { tables[entity.index] }
+
+    /// The link tables of the model's many-to-many relationships, each once.
+    var linkTables: [String] {
+        var seen: [String] = []
+        for entity in model.schema {
+            for relationship in entity.relationships {
+                if case .joinTable(let table, _) = relationship.storage, !seen.contains(table) { seen.append(table) }
+            }
+        }
+        return seen
+    }
+
+    /// Everything a new store creates, in one script.
+    var creationSQL: String {
+        var sql: [String] = [
+            """
+            CREATE TABLE _managedstore_store (
+                id int PRIMARY KEY CHECK (id = 1), identifier uuid NOT NULL, model_name text NOT NULL,
+                model_hash text NOT NULL, last_token bigint NOT NULL DEFAULT 0, pruned_through bigint NOT NULL DEFAULT 0)
+            """,
+            "CREATE TABLE _managedstore_keys (entity text COLLATE \"C\" PRIMARY KEY, last bigint NOT NULL DEFAULT 0)",
+            """
+            CREATE TABLE _managedstore_history_transaction (
+                token bigint PRIMARY KEY, timestamp double precision NOT NULL, author text, context text)
+            """,
+            // One row per recorded change, and per object saved while history was off (token
+            // NULL: what changed then is nowhere, so the object's chain is broken there).
+            """
+            CREATE TABLE _managedstore_history_change (
+                seq bigserial PRIMARY KEY, token bigint, entity text COLLATE "C" NOT NULL, pk bigint NOT NULL,
+                type smallint NOT NULL, version bigint, properties text NOT NULL, previous text)
+            """,
+            "CREATE INDEX ON _managedstore_history_change (token)",
+            "CREATE INDEX ON _managedstore_history_change (entity, pk, seq)",
+            """
+            CREATE TABLE _managedstore_idempotency (
+                key text COLLATE "C" PRIMARY KEY, fingerprint bytea NOT NULL, answer bytea NOT NULL,
+                created double precision NOT NULL, seq bigserial NOT NULL)
+            """,
+            "CREATE INDEX ON _managedstore_idempotency (seq)",
+        ]
+        for table in tables {
+            let entity = table.entity
+            var columns = ["_pk bigint PRIMARY KEY", "_version bigint NOT NULL"]
+            for (i, attribute) in entity.attributes.enumerated() {
+                columns.append("\(table.attributeColumns[i]) \(PGValues.columnType(attribute.type))")
+            }
+            for column in table.foreignKeyColumns { columns.append("\(column) bigint") }
+            sql.append("CREATE TABLE \(table.table) (\(columns.joined(separator: ", ")))")
+            for column in table.foreignKeyColumns { sql.append("CREATE INDEX ON \(table.table) (\(column))") }
+            // Deferrable, checked at the end of each save's writes (`PGSession.write`): a save
+            // that swaps two unique values passes through a moment where both rows hold one.
+            for (c, constraint) in entity.uniquenessConstraints.enumerated() {
+                let columns = constraint.map { table.attributeColumns[$0] }.joined(separator: ", ")
+                sql.append("ALTER TABLE \(table.table) ADD CONSTRAINT \(PGValues.quote(uniqueIndexName(entity, c))) UNIQUE (\(columns)) DEFERRABLE INITIALLY IMMEDIATE")
+            }
+            for names in entity.indexes {
+                let columns = names.map(PGValues.quote).joined(separator: ", ")
+                sql.append("CREATE INDEX ON \(table.table) (\(columns))")
+            }
+            sql.append("INSERT INTO _managedstore_keys (entity) VALUES (\(literal(entity.name)))")
+        }
+        for link in linkTables {
+            let table = PGValues.quote(link)
+            sql.append("CREATE TABLE \(table) (a bigint NOT NULL, b bigint NOT NULL, PRIMARY KEY (a, b))")
+            sql.append("CREATE INDEX ON \(table) (b, a)")
+        }
+        return sql.joined(separator: ";\n")
+    }
+
+    /// The name of uniqueness constraint `c` of `entity`, which a unique violation names.
+    func uniqueIndexName(_ entity: Entity, _ c: Int) -> String { "_unique_\(entity.name)_\(c)" }
+
+    private func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import ManagedStoreCore
+import Synchronization
+
+/// A store in a PostgreSQL database [another NSPersistentStore type behind the same
+/// coordinator]: the same model, keys, versions, uniqueness, history and idempotency records as
+/// the SQLite store, kept where any number of servers can share them. PostgreSQL does the
+/// storage, replication and failover; the store keeps ManagedStore's semantics on top.
+///
+/// One write connection (writes take turns on it, as on the SQLite store's writer) and a pool
+/// of read connections, each read in a `REPEATABLE READ READ ONLY` transaction: one snapshot
+/// per read, as a WAL reader's. Checks that must hold against other servers are made in the
+/// database (locked rows, versions in the UPDATE's WHERE, unique indexes): see
+/// `PGSession+Writing.swift`.
+///
+/// `@unchecked Sendable`: `writerConnection`, `writerThread` and `currentSession` are only
+/// touched by the thread that holds `writerLock` (others read `writerThread` only to learn that
+/// they do not hold it); the pool and counters lock themselves.
+package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
+    package let identifier: UUID
+    package let model: ManagedObjectModel
+    package let storeDescription: StoreDescription
+    package let appliedMigration = MigrationPlan(steps: [])
+    let location: PostgresLocation
+    let schema: PGSchema
+
+    private let writerLock = NSLock()
+    private var writerConnection: PGConnection
+    private var writerThread: pthread_t?
+    private var currentSession: PGSession?
+    private let readers: PGReaderPool
+    private let commits = Mutex<Int>(0)
+    private let observers = Mutex<[@Sendable () -> Void]>([])
+    /// Started with the first commit observer: other servers' commits call the observers too.
+    private let listener = Mutex<PGCommitListener?>(nil)
+    /// The channel every commit of this store notifies (`NOTIFY`), named after the store.
+    private var channel: String { "managedstore_" + identifier.uuidString.replacingOccurrences(of: "-", with: "").lowercased() }
+
+    /// The lock every server takes while it creates or checks the store's tables, so that one
+    /// creates them and the others find them made (`pg_advisory_lock`).
+    static let openingLockKey: Int64 = 0x4D53_5354_4F52_45  // "MSSTORE"
+
+    /// Opens the store in the database `description` names (`StoreDescription.Location.postgres`),
+    /// creating its tables when the database has none.
+    package init(model: ManagedObjectModel, description: StoreDescription) throws(StoreError) {
+        guard case .postgres(let uri) = description.location else {
+            throw .cannotOpen(path: "\(description.location)", message: "not a PostgreSQL location")
+        }
+        self.model = model
+        self.storeDescription = description
+        self.location = PostgresLocation(uri)
+        self.schema = PGSchema(model: model)
+        let connection = try PGConnection(location)
+        self.writerConnection = connection
+        self.identifier = try Self.open(connection, schema: schema, location: location, creating: description.createsStoreIfMissing)
+        self.readers = PGReaderPool(count: description.readerCount, location: location)
+    }
+
+    deinit { listener.withLock { $0?.stop() } }
+
+    /// Creates the store's tables, or checks that the ones there were made from this model;
+    /// returns the store's identifier. Under the opening lock: another server opening the same
+    /// database waits until this one is done.
+    private static func open(_ connection: PGConnection, schema: PGSchema, location: PostgresLocation, creating: Bool) throws(StoreError) -> UUID {
+        try connection.execute("SELECT pg_advisory_lock(\(openingLockKey))")
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(openingLockKey))") }
+        let exists = try connection.execute("SELECT to_regclass('_managedstore_store') IS NOT NULL").text(0, 0) == "t"
+        let model = schema.model
+        if !exists {
+            guard creating else { throw .cannotOpen(path: location.redacted, message: "the database holds no ManagedStore store") }
+            let identifier = UUID()
+            try connection.execute("BEGIN")
+            do {
+                try connection.execute(schema.creationSQL)
+                try connection.execute("INSERT INTO _managedstore_store (id, identifier, model_name, model_hash) VALUES (1, $1, $2, $3)",
+                                       [identifier.uuidString, model.name, model.versionHash])
+                try connection.execute("COMMIT")
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+            return identifier
+        }
+        let row = try connection.execute("SELECT identifier, model_name, model_hash FROM _managedstore_store")
+        guard row.rowCount == 1, let identifier = row.text(0, 0).flatMap(UUID.init(uuidString:)) else {
+            throw .notAManagedStore(path: location.redacted)
+        }
+        let storedHash = row.text(0, 2) ?? ""
+        guard storedHash == model.versionHash else {
+            throw .migrationNotInferable([
+                "the store was made from model '\(row.text(0, 1) ?? "")' (\(storedHash)), not this one (\(model.versionHash)); "
+                    + "the PostgreSQL store does not migrate a model yet",
+            ])
+        }
+        return identifier
+    }
+
+    /// Creates schema `name` in the database `uri` names (a store of its own: name it on the
+    /// URI's search path, `?options=-csearch_path%3Dname`). For tests and benchmarks that give
+    /// each store a schema in one database.
+    package static func createSchema(_ name: String, in uri: String) throws(StoreError) {
+        try PGConnection(PostgresLocation(uri)).execute("CREATE SCHEMA IF NOT EXISTS \(PGValues.quote(name))")
+    }
+
+    private func session(_ connection: PGConnection, writing: Bool = false) -> PGSession {
+        PGSession(connection: connection, schema: schema, storeIdentifier: identifier, isWriter: writing)
+    }
+
+    private var holdsWriter: Bool { writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+
+    // MARK: Reading
+
+    /// Runs `body` in a read-only transaction of one snapshot on `connection`.
+    private func inReadTransaction<T>(_ connection: PGConnection, _ body: (PGSession) throws -> T) throws -> T {
+        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        do {
+            let result = try body(session(connection))
+            try connection.execute("COMMIT")
+            return result
+        } catch {
+            _ = try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    package func read<T>(throughWriter: Bool, _ body: (any StoreReadSession) throws -> T) throws -> T {
+        // The writing thread reads its own transaction, as the SQLite store's writer does.
+        if holdsWriter, let currentSession { return try body(currentSession) }
+        if throughWriter {
+            return try writerLock.withLock { try inReadTransaction(try healthyWriter(), body) }
+        }
+        return try readers.withReader { _, connection in try inReadTransaction(connection, body) }
+    }
+
+    package var readerCount: Int { readers.count }
+
+    package func withPooledReader<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T {
+        try readers.withReader { slot, connection in try inReadTransaction(connection) { try body(slot, $0) } }
+    }
+
+    package func makeSnapshot() -> (any StoreSnapshot)? {
+        PGSnapshot(location: location, commitCount: { [weak self] in self?.commitCount ?? 0 }) { [self] in session($0) }
+    }
+
+    package var readerWaitHistogram: Histogram { readers.waitHistogram }
+
+    // MARK: Writing
+
+    /// The writer's connection, opened again if the server ended it. Holds `writerLock`.
+    private func healthyWriter() throws(StoreError) -> PGConnection {
+        if !writerConnection.isHealthy { writerConnection = try PGConnection(location) }
+        return writerConnection
+    }
+
+    package func write<T>(_ body: (any StoreWriteSession) throws -> T) throws -> T {
+        try performGroupCommit { transaction in
+            try transaction.inSavepoint { try body(transaction.session) }
+        }
+    }
+
+    package func performGroupCommit<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        precondition(!holdsWriter, "the PostgreSQL store's writer was asked for again by the thread that holds it")
+        writerLock.lock()
+        writerThread = pthread_self()
+        defer {
+            currentSession = nil
+            writerThread = nil
+            writerLock.unlock()
+        }
+        let connection = try healthyWriter()
+        listener.withLock { $0?.addOwnBackend(connection.backendPID) }
+        let transaction = try PGTransaction(session: session(connection, writing: true))
+        currentSession = transaction.pgSession
+        let result: T
+        do {
+            result = try body(transaction)
+        } catch {
+            transaction.rollBack()
+            throw error
+        }
+        if transaction.isIntact {
+            // Delivered to the listeners of every server when (and only if) this commits.
+            try connection.execute("SELECT pg_notify($1, '')", [channel])
+            try transaction.commit()
+            let notify = commits.withLock { count -> [@Sendable () -> Void] in
+                count += 1
+                return observers.withLock { $0 }
+            }
+            for observer in notify { observer() }
+        }
+        return result
+    }
+
+    package var commitCount: Int { commits.withLock { $0 } }
+
+    package func addCommitObserver(_ observer: @escaping @Sendable () -> Void) {
+        observers.withLock { $0.append(observer) }
+        listener.withLock { listener in
+            guard listener == nil else { return }
+            let started = PGCommitListener(channel: channel, location: location) { [weak self] in
+                guard let self else { return }
+                for observer in self.observers.withLock({ $0 }) { observer() }
+            }
+            listener = started
+            started.start()
+        }
+    }
+
+    // MARK: Upkeep
+
+    /// PostgreSQL keeps its own log and checkpoints: nothing to do.
+    package func checkpoint() throws(StoreError) {}
+
+    /// Stored keys within the keys handed out, versions at least 1, every stored to-one key and
+    /// link naming an object that exists (worded as the SQLite store words them).
+    package func checkIntegrity() throws -> [String] {
+        try read(throughWriter: false) { session in
+            let connection = (session as! PGSession).connection
+            var problems: [String] = []
+            for table in schema.tables {
+                let entity = table.entity
+                let keys = try connection.execute("""
+                    SELECT (SELECT max(_pk) FROM \(table.table)), last, (SELECT count(*) FROM \(table.table) WHERE _version < 1)
+                    FROM _managedstore_keys WHERE entity = $1
+                    """, [entity.name])
+                if let highest = keys.int64(0, 0), let last = keys.int64(0, 1), highest > last {
+                    problems.append("\(entity.name): key \(highest) is past the keys handed out (\(last))")
+                }
+                if let belowOne = keys.int64(0, 2), belowOne > 0 { problems.append("\(entity.name): \(belowOne) rows with a version below 1") }
+                for (position, r) in entity.foreignKeyRelationships.enumerated() {
+                    let relationship = entity.relationships[r]
+                    let destination = schema.tables[relationship.destinationIndex]
+                    let column = table.foreignKeyColumns[position]
+                    let missing = try connection.execute("""
+                        SELECT count(*) FROM \(table.table) t WHERE t.\(column) IS NOT NULL
+                        AND NOT EXISTS (SELECT 1 FROM \(destination.table) d WHERE d._pk = t.\(column))
+                        """).int64(0, 0) ?? 0
+                    if missing > 0 { problems.append("\(entity.name).\(relationship.name): \(missing) links to missing \(destination.entity.name) objects") }
+                }
+                for relationship in entity.relationships {
+                    guard case let .joinTable(link, isFirstSide) = relationship.storage else { continue }
+                    let side = isFirstSide ? "a" : "b"
+                    let orphans = try connection.execute("""
+                        SELECT count(*) FROM \(PGValues.quote(link)) l WHERE NOT EXISTS (SELECT 1 FROM \(table.table) e WHERE e._pk = l.\(side))
+                        """).int64(0, 0) ?? 0
+                    if orphans > 0 { problems.append("\(entity.name).\(relationship.name): \(orphans) join rows for missing \(entity.name) objects") }
+                }
+            }
+            return problems
+        }
+    }
+
+    /// The bytes the store's tables and their indexes take in the database; no log of its own.
+    package var fileSizes: (store: Int64, log: Int64) {
+        let size = try? read(throughWriter: false) { session in
+            try (session as! PGSession).connection.execute("""
+                SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                WHERE n.nspname = current_schema() AND c.relkind = 'r'
+                """).int64(0, 0) ?? 0
+        }
+        return (size ?? 0, 0)
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import ManagedStoreCore
+
+// A change set written into PostgreSQL, with the checks of the SQLite store's writer
+// (ChangeSetWriter) made so that they hold against other servers too: the rows a change is
+// based on are locked (`FOR UPDATE`) before their versions are compared, and every UPDATE and
+// DELETE repeats the comparison in its WHERE; references are locked (`FOR SHARE`) so that no
+// other transaction deletes them before this one commits; the unique indexes decide uniqueness.
+
+extension PGSession {
+    func write(_ changes: ChangeSet) throws(ChangeSetRejection) -> WrittenChanges {
+        do {
+            return try writeChecked(changes)
+        } catch let rejection as ChangeSetRejection {
+            throw rejection
+        } catch let error as StoreError {
+            throw uniqueViolation(error, changes) ?? .store(error)
+        } catch {
+            throw .store(StoreError(wrapping: error))
+        }
+    }
+
+    private func writeChecked(_ changes: ChangeSet) throws -> WrittenChanges {
+        // Uniqueness is checked once the save's rows are all written (below), not row by row.
+        try connection.execute("SET CONSTRAINTS ALL DEFERRED")
+        // Base versions, with the rows locked until the transaction ends.
+        var versionConflicts: [(id: ManagedObjectID, row: StoredRow?)] = []
+        let based = changes.updates.map { ($0.id, $0.entity, $0.baseVersion) } + changes.deletes.map { ($0.id, $0.entity, $0.baseVersion) }
+            + changes.versionChecks.map { ($0.id, $0.entity, $0.baseVersion) }
+        let stored = try lockedVersions(based.compactMap { id, entity, _ in id.primaryKey.map { (entity, $0) } }, share: false)
+        for (objectID, entity, baseVersion) in based {
+            guard let pk = objectID.primaryKey else { continue }
+            if stored[entity.index]?[pk] != baseVersion { versionConflicts.append((objectID, try row(of: entity, key: pk))) }
+        }
+        // Keys: an insert's own permanent key, or the next of its entity's.
+        var needed: [Int: Int] = [:]
+        for insert in changes.inserts where insert.id.primaryKey == nil { needed[insert.entity.index, default: 0] += 1 }
+        var next: [Int: Int64] = [:]
+        for (index, count) in needed.sorted(by: { $0.key < $1.key }) {
+            next[index] = try allocateKeys(of: model.schema[index], count: count)
+        }
+        var keys: [Int64] = []
+        for insert in changes.inserts {
+            if let own = insert.id.primaryKey { keys.append(own); continue }
+            keys.append(next[insert.entity.index]!)
+            next[insert.entity.index]! += 1
+        }
+        let assigned = zip(changes.inserts, keys).map { id($0.entity, $1) }
+        let permanent = Dictionary(zip(changes.inserts.map(\.id), assigned), uniquingKeysWith: { a, _ in a })
+        func resolve(_ objectID: ManagedObjectID) -> ManagedObjectID { permanent[objectID] ?? objectID }
+
+        let constraintConflicts = try uniquenessConflicts(changes)
+        if !versionConflicts.isEmpty || !constraintConflicts.isEmpty {
+            throw ChangeSetRejection.conflicts(versions: versionConflicts, constraints: constraintConflicts)
+        }
+        try checkReferences(changes, resolve: resolve)
+
+        var token: Int64?
+        if let draft = changes.history, !draft.entries.isEmpty {
+            token = try recordHistory(draft, changes, key: { resolve($0).primaryKey })
+        } else if changes.history == nil {
+            try breakChains(changes.updates.compactMap { u in u.id.primaryKey.map { (u.entity, $0) } }
+                            + zip(changes.inserts, keys).map { ($0.entity, $1) })
+        }
+
+        for delete in changes.deletes {
+            guard let pk = delete.id.primaryKey else { continue }
+            let table = schema[delete.entity]
+            let deleted = try connection.execute("DELETE FROM \(table.table) WHERE _pk = $1 AND _version = $2",
+                                                 [String(pk), String(delete.baseVersion)]).affectedRows
+            if deleted == 0 { throw ChangeSetRejection.conflicts(versions: [(delete.id, try row(of: delete.entity, key: pk))], constraints: []) }
+            // The links of a deleted object go with it, whatever the delete rule.
+            for relationship in delete.entity.relationships {
+                guard case let .joinTable(link, isFirstSide) = relationship.storage else { continue }
+                try connection.execute("DELETE FROM \(PGValues.quote(link)) WHERE \(isFirstSide ? "a" : "b") = $1", [String(pk)])
+            }
+        }
+        for update in changes.updates {
+            guard let pk = update.id.primaryKey else { continue }
+            let table = schema[update.entity]
+            var assignments: [String] = []
+            var parameters: [String?] = [String(pk), String(update.baseVersion)]
+            for a in update.changedAttributes {
+                parameters.append(try PGValues.text(update.attributes[a]))
+                assignments.append("\(table.attributeColumns[a]) = $\(parameters.count)")
+            }
+            for f in update.changedForeignKeys {
+                parameters.append(update.foreignKeys[f].flatMap { resolve($0).primaryKey }.map(String.init))
+                assignments.append("\(table.foreignKeyColumns[f]) = $\(parameters.count)::bigint")
+            }
+            assignments.append("_version = _version + 1")
+            let updated = try connection.execute("UPDATE \(table.table) SET \(assignments.joined(separator: ", ")) WHERE _pk = $1 AND _version = $2",
+                                                 parameters).affectedRows
+            if updated == 0 { throw ChangeSetRejection.conflicts(versions: [(update.id, try row(of: update.entity, key: pk))], constraints: []) }
+        }
+        for (insert, key) in zip(changes.inserts, keys) {
+            let table = schema[insert.entity]
+            var parameters: [String?] = [String(key)]
+            for value in insert.attributes { parameters.append(try PGValues.text(value)) }
+            for position in insert.entity.foreignKeyRelationships.indices {
+                parameters.append(insert.foreignKey(at: position).flatMap { resolve($0).primaryKey }.map(String.init))
+            }
+            let columns = (["_pk", "_version"] + table.attributeColumns + table.foreignKeyColumns).joined(separator: ", ")
+            let placeholders = ["$1", "1"] + (1..<parameters.count).map { "$\($0 + 1)" }
+            try connection.execute("INSERT INTO \(table.table) (\(columns)) VALUES (\(placeholders.joined(separator: ", ")))", parameters)
+        }
+        for link in changes.removedLinks {
+            guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
+            try connection.execute("DELETE FROM \(PGValues.quote(link.table)) WHERE a = $1 AND b = $2", [String(a), String(b)])
+        }
+        for link in changes.addedLinks {
+            guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
+            try connection.execute("INSERT INTO \(PGValues.quote(link.table)) (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING", [String(a), String(b)])
+        }
+        // The unique constraints decide now: another server's committed row with the same
+        // values (committed after the checks above) is a unique violation here.
+        try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
+    }
+
+    /// The stored versions of `objects`, per entity and key, their rows locked until the
+    /// transaction ends (`FOR SHARE` when `share`: others may read-lock them too, not change them).
+    private func lockedVersions(_ objects: [(Entity, Int64)], share: Bool) throws(StoreError) -> [Int: [Int64: Int64]] {
+        var byEntity: [Int: [Int64]] = [:]
+        for (entity, pk) in objects { byEntity[entity.index, default: []].append(pk) }
+        var versions: [Int: [Int64: Int64]] = [:]
+        // In entity and key order, so that two servers lock shared rows in the same order.
+        for (index, keys) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let table = schema.tables[index]
+            let result = try connection.execute("""
+                SELECT _pk, _version FROM \(table.table) WHERE _pk = ANY($1::bigint[]) ORDER BY _pk FOR \(share ? "SHARE" : "UPDATE")
+                """, [PGValues.keyArray(keys)])
+            for i in 0..<result.rowCount {
+                if let pk = result.int64(i, 0), let version = result.int64(i, 1) { versions[index, default: [:]][pk] = version }
+            }
+        }
+        return versions
+    }
+
+    /// Every uniqueness constraint of every inserted or updated object, against the stored rows
+    /// and the save's other objects (`UniquenessCheck`).
+    private func uniquenessConflicts(_ changes: ChangeSet) throws(StoreError) -> [ConstraintConflict] {
+        let check = UniquenessCheck(changes)
+        var conflicts: [ConstraintConflict] = []
+        for group in check.groups {
+            let entity = model.schema[group.entity]
+            let table = schema[entity]
+            var conditions: [String] = []
+            var parameters: [String?] = []
+            for (i, a) in entity.uniquenessConstraints[group.constraint].enumerated() {
+                parameters.append(try PGValues.text(group.values[i]))
+                conditions.append("\(table.attributeColumns[a]) = $\(parameters.count)")
+            }
+            let result = try connection.execute("SELECT _pk FROM \(table.table) WHERE \(conditions.joined(separator: " AND ")) ORDER BY _pk", parameters)
+            let stored = (0..<result.rowCount).compactMap { result.int64($0, 0) }.map { id(entity, $0) }
+            if let conflict = check.conflict(group, stored: stored, model: model) { conflicts.append(conflict) }
+        }
+        return conflicts
+    }
+
+    /// Every reference the change set writes must name an object that exists after it; the
+    /// objects named are locked against deletion until the transaction ends.
+    private func checkReferences(_ changes: ChangeSet, resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        let deleted = Set(changes.deletes.map(\.id))
+        let inserted = Set(changes.inserts.map { resolve($0.id) })
+        var references: [(owner: ManagedObjectID, relationship: String, target: ManagedObjectID)] = []
+        for insert in changes.inserts {
+            for position in insert.entity.foreignKeyRelationships.indices {
+                guard let target = insert.foreignKey(at: position) else { continue }
+                references.append((insert.id, insert.entity.relationships[insert.entity.foreignKeyRelationships[position]].name, resolve(target)))
+            }
+        }
+        for update in changes.updates {
+            for position in update.changedForeignKeys {
+                guard let target = update.foreignKeys[position] else { continue }
+                references.append((update.id, update.entity.relationships[update.entity.foreignKeyRelationships[position]].name, resolve(target)))
+            }
+        }
+        for link in changes.addedLinks {
+            references.append((link.a, link.relationship, resolve(link.b)))
+            references.append((link.b, link.relationship, resolve(link.a)))
+        }
+        var lookups: [(Entity, Int64)] = []
+        for reference in references where !inserted.contains(reference.target) && !deleted.contains(reference.target) {
+            if let pk = reference.target.primaryKey, let entity = model.resolvedEntity(named: reference.target.entityName) { lookups.append((entity, pk)) }
+        }
+        let existing = try lockedVersions(lookups, share: true)
+        let invalid = references.filter { reference in
+            if inserted.contains(reference.target) { return false }
+            guard !deleted.contains(reference.target), let pk = reference.target.primaryKey,
+                  let entity = model.resolvedEntity(named: reference.target.entityName) else { return true }
+            return existing[entity.index]?[pk] == nil
+        }
+        if !invalid.isEmpty { throw ChangeSetRejection.invalidReferences(invalid) }
+    }
+
+    /// A unique index refused a row that the checks before it let through: another server
+    /// committed the same values meanwhile. A conflict on the constraint the index enforces,
+    /// naming this save's objects with those values (the other server's object is read again
+    /// by the save that retries).
+    private func uniqueViolation(_ error: StoreError, _ changes: ChangeSet) -> ChangeSetRejection? {
+        guard case let .engine(code, message, _) = error, code == PGSQLState.code(PGSQLState.uniqueViolation) else { return nil }
+        for entity in model.schema {
+            for (c, constraint) in entity.uniquenessConstraints.enumerated() where message.contains("\"\(schema.uniqueIndexName(entity, c))\"") {
+                let objects = changes.inserts.filter { $0.entity === entity }.map(\.id) + changes.updates.filter { $0.entity === entity }.map(\.id)
+                return .conflicts(versions: [], constraints: [ConstraintConflict(entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name },
+                                                                                 values: [:], conflictingObjects: [], objects: objects)])
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+@testable import ManagedStoreCore
+@testable import ManagedStorePostgreSQL
+
+/// What only the PostgreSQL store has: its values in PostgreSQL's columns, its password kept
+/// out of every message, and two coordinators (two servers) over one database keeping each
+/// other's writes honest. Runs when the suites run on PostgreSQL (`make test-postgres-store`);
+/// the redaction test runs always.
+@Suite("PostgreSQL store")
+struct PostgreSQLStoreTests {
+    static let valuesModel: ManagedObjectModel = {
+        let json = #"""
+        { "name": "Values", "version": 1, "entities": [ { "name": "Item", "attributes": [
+            {"name": "i16", "type": "integer16"}, {"name": "i64", "type": "integer64"}, {"name": "dec", "type": "decimal"},
+            {"name": "dbl", "type": "double"}, {"name": "flt", "type": "float"}, {"name": "str", "type": "string"},
+            {"name": "flag", "type": "boolean"}, {"name": "when", "type": "date"}, {"name": "data", "type": "binary"},
+            {"name": "uid", "type": "uuid"}, {"name": "link", "type": "uri"} ] } ] }
+        """#
+        return try! ManagedObjectModel(jsonData: Array(json.utf8))
+    }()
+
+    /// Two containers over one store: two servers sharing a database.
+    static func twoServers(model: ManagedObjectModel = Fixtures.tracker) throws -> (PersistentContainer, PersistentContainer) {
+        let description = try TestStore.freshPostgresStore(base: .inMemory)
+        return (try PersistentContainer(model: model, store: description), try PersistentContainer(model: model, store: description))
+    }
+
+    @Test("a password in the URI is masked wherever the location is shown")
+    func redaction() {
+        #expect(StoreDescription.redacted("postgres://app:s3cret@db.example:5432/shop") == "postgres://app:***@db.example:5432/shop")
+        #expect(StoreDescription.redacted("postgresql://app@db/shop?password=s3cret&sslmode=require")
+            == "postgresql://app@db/shop?password=***&sslmode=require")
+        #expect(StoreDescription.redacted("postgres://db/shop") == "postgres://db/shop")
+        #expect(StoreDescription.redacted("postgres://a:b:c@h/d") == "postgres://a:***@h/d")
+    }
+
+    @Test("an unreachable server is a cannotOpen error without the password", .enabled(if: TestStore.isPostgres))
+    func unreachable() throws {
+        let description = StoreDescription(location: .postgres("postgres://someone:s3cret@127.0.0.1:1/none?connect_timeout=2"))
+        do {
+            _ = try PersistentContainer(model: Fixtures.tracker, store: description)
+            Issue.record("opened a store on port 1")
+        } catch {
+            guard case let .cannotOpen(path, _) = error else { Issue.record("expected cannotOpen, got \(error)"); return }
+            #expect(path == "postgres://someone:***@127.0.0.1:1/none?connect_timeout=2")
+            #expect(!"\(error)".contains("s3cret"))
+        }
+    }
+
+    @Test("every attribute type comes back exactly as it was saved", .enabled(if: TestStore.isPostgres))
+    func valuesRoundTrip() throws {
+        let container = try PersistentContainer(model: Self.valuesModel, store: TestStore.freshPostgresStore(base: .inMemory))
+        let values: [String: AttributeValue] = [
+            "i16": .integer(-32768), "i64": .integer(Int64.max), "dec": .decimal(Decimal(string: "12345678901234567890.123456789")!),
+            "dbl": .double(0.1 + 0.2), "flt": .float(Float.leastNonzeroMagnitude), "str": .string("é e\u{301} 𝄞 \"quoted\" \\ 'x'"),
+            "flag": .boolean(true), "when": .date(Date(timeIntervalSinceReferenceDate: 123_456_789.123_456_7)),
+            "data": .binary(Data([0, 1, 0xfe, 0xff, 0x5c, 0x78])), "uid": .uuid(UUID()), "link": .uri(URL(string: "https://example.com/a?b=c#d")!),
+        ]
+        let context = container.newBackgroundContext()
+        let id = try context.performAndWait {
+            let item = context.insertNewObject(forEntityName: "Item")
+            for (name, value) in values { item.setAttributeValue(value, forKey: name) }
+            try context.save()
+            return item.objectID
+        }
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait {
+            let item = try reader.existingObject(with: id)
+            for (name, value) in values { #expect(item.attributeValue(forKey: name) == value, "\(name)") }
+        }
+    }
+
+    @Test("a string PostgreSQL cannot hold is refused with an error, and nothing is stored", .enabled(if: TestStore.isPostgres))
+    func nulCharacterRefused() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let project = context.insertNewObject(forEntityName: "Project")
+            project.setValue("before\u{0}after", forKey: "name")
+            #expect(throws: SaveError.self) { try context.save() }
+        }
+        let fresh = container.newBackgroundContext()
+        let stored = try fresh.performAndWait { try fresh.count(for: FetchRequest(entityName: "Project")) }
+        #expect(stored == 0)
+    }
+
+    @Test("opening the store again finds it; another model is refused", .enabled(if: TestStore.isPostgres))
+    func reopen() throws {
+        let description = try TestStore.freshPostgresStore(base: .inMemory)
+        let first = try PersistentContainer(model: Fixtures.tracker, store: description)
+        let (projectID, _) = try Fixtures.seedProject(first.viewContext, name: "Kept", taskTitles: ["a"])
+        let again = try PersistentContainer(model: Fixtures.tracker, store: description)
+        #expect(again.coordinator.store.identifier == first.coordinator.store.identifier)
+        let name = try again.viewContext.performAndWait { try again.viewContext.existingObject(with: projectID).value("name", as: String.self) }
+        #expect(name == "Kept")
+        #expect(throws: StoreError.self) { _ = try PersistentContainer(model: Self.valuesModel, store: description) }
+        #expect(try first.coordinator.store.checkIntegrity().isEmpty)
+    }
+
+    @Test("a save based on a version another server changed is a conflict, and the store keeps the other's write", .enabled(if: TestStore.isPostgres))
+    func optimisticLockingAcrossServers() throws {
+        let (a, b) = try Self.twoServers()
+        let (_, taskIDs) = try Fixtures.seedProject(a.viewContext, name: "P", taskTitles: ["original"])
+        let onA = a.newBackgroundContext()
+        let onB = b.newBackgroundContext()
+        try onB.performAndWait { _ = try onB.existingObject(with: taskIDs[0]).value("title", as: String.self) }
+        try onA.performAndWait {
+            try onA.existingObject(with: taskIDs[0]).setValue("from A", forKey: "title")
+            try onA.save()
+        }
+        let error = onB.performAndWait { () -> SaveError? in
+            onB.object(with: taskIDs[0]).setValue("from B", forKey: "title")
+            do throws(SaveError) { try onB.save(); return nil } catch { return error }
+        }
+        guard case let .conflict(mergeConflicts, _)? = error else { Issue.record("expected a conflict, got \(String(describing: error))"); return }
+        #expect(mergeConflicts.map(\.objectID) == [taskIDs[0]])
+        #expect(mergeConflicts.first?.persistedSnapshot?["title"] == .attribute(.string("from A")))
+        let check = b.newBackgroundContext()
+        let title = try check.performAndWait { try check.existingObject(with: taskIDs[0]).value("title", as: String.self) }
+        #expect(title == "from A")
+    }
+
+    @Test("increments with retry from two servers at once end at the exact total", .enabled(if: TestStore.isPostgres))
+    func concurrentIncrements() async throws {
+        let (a, b) = try Self.twoServers()
+        let (_, taskIDs) = try Fixtures.seedProject(a.viewContext, name: "Counter", taskTitles: ["count"])
+        let id = taskIDs[0]
+        let perWorker = 5
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<4 {
+                let container = worker % 2 == 0 ? a : b
+                group.addTask {
+                    var conflicts = 0
+                    for _ in 0..<perWorker {
+                        // Bounded: a worker gives up after 200 conflicts (it never should).
+                        while conflicts < 200 {
+                            let context = container.newBackgroundContext()
+                            let saved = try context.performAndWait { () throws -> Bool in
+                                let task = try context.existingObject(with: id)
+                                task.setValue(String((Int(task.value("title", as: String.self) ?? "") ?? 0) + 1), forKey: "title")
+                                do throws(SaveError) { try context.save(); return true } catch {
+                                    guard case .conflict = error else { throw error }
+                                    return false
+                                }
+                            }
+                            if saved { break }
+                            conflicts += 1
+                        }
+                    }
+                    return conflicts
+                }
+            }
+            for try await _ in group {}
+        }
+        let check = a.newBackgroundContext()
+        let total = try check.performAndWait { try check.existingObject(with: id).value("title", as: String.self) }
+        #expect(total == String(4 * perWorker))
+    }
+
+    @Test("the same unique value inserted through two servers at once is stored once", .enabled(if: TestStore.isPostgres))
+    func uniquenessAcrossServers() async throws {
+        let (a, b) = try Self.twoServers()
+        let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for container in [a, b, a, b] {
+                group.addTask {
+                    let context = container.newBackgroundContext()
+                    return context.performAndWait {
+                        let tag = context.insertNewObject(forEntityName: "Tag")
+                        tag.setValue("urgent", forKey: "label")
+                        do throws(SaveError) { try context.save(); return true } catch { return false }
+                    }
+                }
+            }
+            return try await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 }.count == 1)
+        let check = b.newBackgroundContext()
+        let stored = try check.performAndWait { try check.count(for: FetchRequest(entityName: "Tag", predicate: ObjectPredicate(format: "label == 'urgent'"))) }
+        #expect(stored == 1)
+    }
+
+    @Test("saves from two servers are one history, in one order, read the same from each", .enabled(if: TestStore.isPostgres))
+    func oneHistoryAcrossServers() async throws {
+        let (a, b) = try Self.twoServers()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (n, container) in [a, b].enumerated() {
+                group.addTask {
+                    for i in 0..<10 {
+                        let context = container.newBackgroundContext()
+                        try context.performAndWait {
+                            context.insertNewObject(forEntityName: "Project").setValue("server \(n) project \(i)", forKey: "name")
+                            try context.save()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let fromA = try a.coordinator.history(after: PersistentHistoryToken(rawValue: 0), limit: 100)
+        let fromB = try b.coordinator.history(after: PersistentHistoryToken(rawValue: 0), limit: 100)
+        #expect(fromA.count == 20)
+        #expect(fromA.map(\.token) == fromB.map(\.token))
+        #expect(fromA.map(\.token.rawValue) == Array(1...20))
+        #expect(fromA.map { $0.changes.map(\.objectID) } == fromB.map { $0.changes.map(\.objectID) })
+    }
+}
