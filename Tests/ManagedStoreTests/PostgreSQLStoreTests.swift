@@ -205,4 +205,86 @@ struct PostgreSQLStoreTests {
         #expect(fromA.map(\.token.rawValue) == Array(1...20))
         #expect(fromA.map { $0.changes.map(\.objectID) } == fromB.map { $0.changes.map(\.objectID) })
     }
+
+    /// Tasks with every kind of value the compiled comparisons meet: nulls, ties, extremes.
+    static func seededTasks() throws -> PersistentContainer {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let projects = (0..<3).map { i -> ManagedObject in
+                let project = context.insertNewObject(forEntityName: "Project")
+                project.setValue("p\(i)", forKey: "name")
+                return project
+            }
+            let titles = ["a", "B", "b", "é", "e\u{301}", "", "zz", "a b", "A", "ß"]
+            for i in 0..<60 {
+                let task = context.insertNewObject(forEntityName: "Task")
+                task.setValue(titles[i % titles.count] + (i % 7 == 0 ? "" : String(i % 4)), forKey: "title")
+                task.setValue(Int64(i % 6), forKey: "priority")
+                task.setValue(i % 3 == 0, forKey: "done")
+                if i % 5 != 0 { task.setValue(Double(i % 9) * 0.5 - 1, forKey: "estimate") }
+                if i % 4 != 0 { task.setValue(Date(timeIntervalSinceReferenceDate: Double(i % 8) * 86_400), forKey: "due") }
+                if i % 3 != 1 { task.setObject(projects[i % 3], forKey: "project") }
+            }
+            try context.save()
+        }
+        return container
+    }
+
+    static let twinPredicates = [
+        "priority > 2", "priority >= 2 AND done == YES", "NOT (estimate < 0)", "estimate == nil", "estimate != nil OR priority == 5",
+        "title == 'a'", "title < 'b'", "title >= 'a' AND title < 'e'", "priority IN {1, 3, 5}", "estimate IN {0.5, nil}",
+        "priority BETWEEN {2, 4}", "NOT (priority BETWEEN {2, 4}) OR done == NO", "due > CAST(172800, 'NSDate')", "due == nil AND priority < 3",
+        "project == nil", "project != nil AND priority != 2", "title BEGINSWITH[c] 'a' AND priority > 1", "title ==[cd] 'e' OR priority == 0",
+        "project.name == 'p1' AND estimate > 0", "NOT (title != 'zz')", "TRUEPREDICATE", "FALSEPREDICATE",
+    ]
+    static let twinSorts: [[ObjectSortDescriptor]] = [
+        [], [ObjectSortDescriptor("priority", ascending: false)], [ObjectSortDescriptor("estimate"), ObjectSortDescriptor("title", ascending: false)],
+        [ObjectSortDescriptor("due", ascending: false), ObjectSortDescriptor("done")], [ObjectSortDescriptor("title", options: [.caseInsensitive])],
+        [ObjectSortDescriptor("project.name")],
+    ]
+
+    @Test("predicates and sorts answered in SQL give what the evaluator over every row gives (twin of the plain path)",
+          .enabled(if: TestStore.isPostgres))
+    func compiledFetchesAgreeWithTheEvaluator() throws {
+        let container = try Self.seededTasks()
+        let compiled = container.newBackgroundContext()
+        let plain = container.newBackgroundContext()
+        plain.performAndWait { plain.storeCompilesPredicates = false }
+        var compared = 0
+        for format in Self.twinPredicates {
+            for sorts in Self.twinSorts {
+                for (limit, offset) in [(0, 0), (7, 3)] {
+                    let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format), sortDescriptors: sorts,
+                                               fetchLimit: limit, fetchOffset: offset)
+                    let fast = try compiled.performAndWait { (try compiled.fetch(request).map(\.objectID), try compiled.count(for: request)) }
+                    let slow = try plain.performAndWait { (try plain.fetch(request).map(\.objectID), try plain.count(for: request)) }
+                    #expect(fast.0 == slow.0, "\(format) sorted by \(sorts.map(\.keyPath)) limit \(limit) offset \(offset)")
+                    #expect(fast.1 == slow.1, "count of \(format)")
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared == Self.twinPredicates.count * Self.twinSorts.count * 2)
+    }
+
+    @Test("what compiles to SQL and what is left to the evaluator", .enabled(if: TestStore.isPostgres))
+    func compiledParts() throws {
+        let container = try Fixtures.container()
+        let store = try #require(container.coordinator.store as? PostgreSQLStore)
+        let context = container.newBackgroundContext()
+        func plan(_ format: String, _ sorts: [ObjectSortDescriptor] = []) throws -> PGFetchSQL {
+            let prepared = try context.performAndWait { try context.prepare(FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format),
+                                                                                         sortDescriptors: sorts)) }
+            return PGFetchSQL(prepared, table: store.schema[prepared.entity])
+        }
+        let whole = try plan("priority > 2 AND (done == YES OR estimate == nil) AND NOT (title == 'x')", [ObjectSortDescriptor("priority")])
+        #expect(whole.residual == nil && whole.orderBy != nil)
+        #expect(whole.parameters == ["2", "t", "x"], "every value a bound parameter")
+        let part = try plan("priority > 2 AND title BEGINSWITH 'a'", [ObjectSortDescriptor("title", options: [.caseInsensitive])])
+        #expect(part.condition.contains("priority") && part.residual != nil && part.orderBy == nil)
+        let none = try plan("project.name == 'p' OR priority == 1")
+        #expect(none.condition == "true" && none.residual != nil)
+    }
 }
+

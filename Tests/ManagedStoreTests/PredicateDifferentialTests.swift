@@ -56,7 +56,7 @@ struct PredicateDifferentialTests {
     ]
 
     static let container: PersistentContainer = {
-        let container = try! PersistentContainer(model: model, store: .inMemory)
+        let container = try! Fixtures.container(.inMemory, model: model)
         let context = container.newBackgroundContext()
         context.performAndWait {
             let owners = [("Ada", 1), ("Émile", 2), ("ß", 3), ("Generator", 9)].map { name, level -> ManagedObject in
@@ -285,7 +285,7 @@ struct PredicateDifferentialTests {
             EntityDescription(name: "Item", attributes: [AttributeDescription(name: "size", type: .integer64)],
                               relationships: [RelationshipDescription(name: "owner", destination: "Owner", inverse: "items")]),
         ])
-        let container = try PersistentContainer(model: model, store: .inMemory)
+        let container = try Fixtures.container(.inMemory, model: model)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             for (i, owned) in sizes.enumerated() {
@@ -371,7 +371,7 @@ struct PredicateDifferentialTests {
 
     @Test("unsaved changes answer through memory exactly as they would after saving")
     func pendingChangesMatchSavedAnswers() throws {
-        let container = try PersistentContainer(model: Self.model, store: .inMemory)
+        let container = try Fixtures.container(.inMemory, model: Self.model)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let owner = context.insertNewObject(forEntityName: "Owner")

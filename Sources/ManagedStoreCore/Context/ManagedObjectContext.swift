@@ -79,6 +79,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         get { fetchTuning.keyOrderScanBudget }
         set { fetchTuning.keyOrderScanBudget = newValue }
     }
+    /// Whether a store may answer part of a predicate in its own query language (the
+    /// PostgreSQL store's SQL); off, it evaluates every row in memory: the twin tests' plain path.
+    var storeCompilesPredicates: Bool {
+        get { fetchTuning.compilesPredicates }
+        set { fetchTuning.compilesPredicates = newValue }
+    }
     /// Groups of equal sort values a limited descending fetch walks before the store's own plan
     /// takes over; 0 never walks them (the twin tests' plain path).
     var groupedOrderBudget: Int {

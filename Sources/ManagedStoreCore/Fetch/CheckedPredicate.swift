@@ -22,7 +22,7 @@ package indirect enum CheckedPredicate: Sendable {
     }
 
     /// The same predicate with double negations removed and nested ANDs (ORs) merged.
-    var simplified: CheckedPredicate {
+    package var simplified: CheckedPredicate {
         switch self {
         case .constant, .comparison: return self
         case .not(let inner):
@@ -64,7 +64,7 @@ package indirect enum CheckedPredicate: Sendable {
     }
 
     /// Whether the answer for an object depends on objects other than itself.
-    var followsRelationships: Bool { entitiesRead.count > 1 || readsRelated }
+    package var followsRelationships: Bool { entitiesRead.count > 1 || readsRelated }
 
     private var readsRelated: Bool {
         switch self {

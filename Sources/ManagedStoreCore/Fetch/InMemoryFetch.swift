@@ -12,13 +12,16 @@ package struct InMemoryFetch<Graph: PredicateGraph> {
 
     /// The objects among `candidates` (every stored object of the fetched entity, in ascending
     /// key order) that `fetch` matches, in its order (the sorts, then the key ascending), within
-    /// its window unless `windowed` is false.
-    package func matches(_ fetch: StoreFetch, candidates: [Graph.Node], windowed: Bool = true) throws(FetchError) -> [Graph.Node] {
+    /// its window unless `windowed` is false. With `residual`, the candidates are known to
+    /// match the rest of the predicate (a store answered it), and only `residual` is evaluated.
+    package func matches(_ fetch: StoreFetch, candidates: [Graph.Node], windowed: Bool = true,
+                         residual: CheckedPredicate?? = .none) throws(FetchError) -> [Graph.Node] {
         let prepared = fetch.prepared
+        let predicate = residual ?? prepared.predicate
         var found: [Graph.Node] = []
         for node in candidates {
             if let cursor = prepared.after, !evaluator.isAfter(node, cursor, sorts: prepared.sorts) { continue }
-            if let predicate = prepared.predicate, !evaluator.evaluate(predicate, on: node) { continue }
+            if let predicate, !evaluator.evaluate(predicate, on: node) { continue }
             found.append(node)
         }
         try prepared.checkDeadline()

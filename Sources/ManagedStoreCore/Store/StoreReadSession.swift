@@ -107,6 +107,9 @@ package final class FetchTuning {
     package var groupedOrderBudget: Int
     /// Fetches that walked groups.
     package var groupedOrderWalks = 0
+    /// Whether a store that answers part of a predicate in its query language may (false: the
+    /// in-memory evaluator over every row, the twin tests' plain path).
+    package var compilesPredicates = true
 
     static let defaultKeyOrderScanBudget: Int32 = 20_000
     static let defaultGroupedOrderBudget = 8

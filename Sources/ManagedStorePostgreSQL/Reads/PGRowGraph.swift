@@ -28,6 +28,14 @@ final class PGLoadedRows {
         }
     }
 
+    /// Only `rows` of `entity` (the rows a fetch's compiled conditions let through), for a
+    /// predicate that reads nothing but the fetched objects' own columns.
+    init(entity: Entity, rows loaded: [(key: Int64, row: StoredRow)], session: PGSession) throws(StoreError) {
+        rows = Array(repeating: [:], count: session.model.schema.count)
+        destinations = Array(repeating: [:], count: session.model.schema.count)
+        for (key, row) in loaded { rows[entity.index][key] = row }
+    }
+
     private func destinationIndex(_ entity: Entity, _ relationship: Relationship, session: PGSession) throws(StoreError) -> [Int64: [Int64]] {
         var index: [Int64: [Int64]] = [:]
         switch relationship.storage {

@@ -94,21 +94,43 @@ final class PGSession: StoreWriteSession {
     // MARK: Fetches
 
     func fetchRows(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, StoredRow)] {
-        let (graph, found) = try matches(fetch)
+        let plan = self.plan(fetch)
+        if let window = sqlWindow(fetch, plan) {
+            let table = schema[fetch.prepared.entity]
+            let result = try fetchSQL("SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY \(window)", plan.parameters)
+            return (0..<result.rowCount).map { table.storedRow(result, $0) }
+        }
+        let (graph, found) = try matches(fetch, plan)
         return found.map { ($0.key, graph.rows.rows[$0.entity][$0.key]!) }
     }
 
-    func fetchKeys(_ fetch: StoreFetch) throws(FetchError) -> [Int64] { try matches(fetch).found.map(\.key) }
+    func fetchKeys(_ fetch: StoreFetch) throws(FetchError) -> [Int64] {
+        let plan = self.plan(fetch)
+        if let window = sqlWindow(fetch, plan) {
+            let table = schema[fetch.prepared.entity]
+            let result = try fetchSQL("SELECT _pk FROM \(table.table) WHERE \(plan.condition) ORDER BY \(window)", plan.parameters)
+            return (0..<result.rowCount).compactMap { result.int64($0, 0) }
+        }
+        return try matches(fetch, plan).found.map(\.key)
+    }
 
-    func count(_ fetch: StoreFetch) throws(FetchError) -> Int { try matches(fetch, windowed: false).found.count }
+    func count(_ fetch: StoreFetch) throws(FetchError) -> Int {
+        let plan = self.plan(fetch)
+        if plan.residual == nil && fetch.prepared.after == nil {
+            let table = schema[fetch.prepared.entity]
+            return Int(try fetchSQL("SELECT count(*) FROM \(table.table) WHERE \(plan.condition)", plan.parameters).int64(0, 0) ?? 0)
+        }
+        return try matches(fetch, plan, windowed: false).found.count
+    }
 
     func fetchValues(_ fetch: StoreFetch, keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[PropertyValue]] {
-        let (graph, found) = try matches(fetch)
+        let plan = self.plan(fetch)
+        let (graph, found) = try matches(fetch, plan, readsRelated: keyPaths.contains { !Self.readsOwnRow($0) })
         return InMemoryFetch(graph: graph).values(of: found, keyPaths: keyPaths, model: model)
     }
 
     func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])] {
-        let (graph, found) = try matches(fetch)
+        let (graph, found) = try matches(fetch, plan(fetch))
         let inMemory = InMemoryFetch(graph: graph)
         return found.map { ($0.key, inMemory.sortValues(of: $0, fetch)) }
     }
@@ -124,16 +146,52 @@ final class PGSession: StoreWriteSession {
         return try InMemoryAggregate(graph: graph, model: model).groups(aggregate, candidates: candidates)
     }
 
-    /// The objects `fetch` matches: the rows of every entity it reads, loaded in this session's
-    /// snapshot, and the in-memory evaluator over them (the results of the SQLite store's SQL,
-    /// by construction; compiling predicates to PostgreSQL's SQL is the next step).
-    func matches(_ fetch: StoreFetch, windowed: Bool = true) throws(FetchError) -> (graph: PGRowGraph, found: [PGRowGraph.Node]) {
+    private func plan(_ fetch: StoreFetch) -> PGFetchSQL {
+        PGFetchSQL(fetch.prepared, table: schema[fetch.prepared.entity], compiling: fetch.tuning.compilesPredicates)
+    }
+
+    /// ORDER BY and the window in SQL, when PostgreSQL answers the whole fetch: every conjunct
+    /// and sort compiled, and no cursor (keyset pagination is the evaluator's, for now).
+    private func sqlWindow(_ fetch: StoreFetch, _ plan: PGFetchSQL) -> String? {
+        guard plan.residual == nil, fetch.prepared.after == nil, let orderBy = plan.orderBy else { return nil }
+        var window = orderBy
+        if fetch.limit > 0 { window += " LIMIT \(fetch.limit)" }
+        if fetch.offset > 0 { window += " OFFSET \(fetch.offset)" }
+        return window
+    }
+
+    private func fetchSQL(_ sql: String, _ parameters: [String?]) throws(FetchError) -> PGResult {
+        do { return try connection.execute(sql, parameters) } catch { throw .store(error) }
+    }
+
+    /// Whether a key path reads only the fetched object's own row (an attribute of its own).
+    private static func readsOwnRow(_ keyPath: ResolvedKeyPath) -> Bool {
+        guard keyPath.steps.isEmpty, case .attribute = keyPath.terminal else { return false }
+        return true
+    }
+
+    /// The objects `fetch` matches, by the evaluator over the rows the compiled part of its
+    /// predicate lets through (in this session's snapshot): only those rows when nothing else
+    /// is read (no relationship followed by the rest of the predicate, the sorts or
+    /// `readsRelated`), else every row of every entity it reads, the candidates among them.
+    func matches(_ fetch: StoreFetch, _ plan: PGFetchSQL, windowed: Bool = true,
+                 readsRelated: Bool = false) throws(FetchError) -> (graph: PGRowGraph, found: [PGRowGraph.Node]) {
+        let prepared = fetch.prepared
+        let table = schema[prepared.entity]
+        let result = try fetchSQL("SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY _pk", plan.parameters)
+        let candidates = (0..<result.rowCount).map { table.storedRow(result, $0) }
+        let ownRowsOnly = !readsRelated && !(plan.residual?.followsRelationships ?? false) && prepared.sorts.allSatisfy { Self.readsOwnRow($0.keyPath) }
         let rows: PGLoadedRows
-        do { rows = try PGLoadedRows(entities: fetch.prepared.entitiesRead, session: self) } catch { throw .store(error) }
+        do {
+            rows = ownRowsOnly ? try PGLoadedRows(entity: prepared.entity, rows: candidates, session: self)
+                               : try PGLoadedRows(entities: prepared.entitiesRead, session: self)
+        } catch {
+            throw .store(error)
+        }
         let graph = PGRowGraph(rows: rows, model: model, storeIdentifier: storeIdentifier)
-        let entity = fetch.prepared.entity.index
-        let candidates = rows.rows[entity].keys.sorted().map { PGRowGraph.Node(entity: entity, key: $0) }
-        return (graph, try InMemoryFetch(graph: graph).matches(fetch, candidates: candidates, windowed: windowed))
+        let nodes = candidates.map { PGRowGraph.Node(entity: prepared.entity.index, key: $0.key) }
+        // The candidates passed the compiled part: the evaluator checks the rest.
+        return (graph, try InMemoryFetch(graph: graph).matches(fetch, candidates: nodes, windowed: windowed, residual: .some(plan.residual)))
     }
 
     // MARK: Idempotency

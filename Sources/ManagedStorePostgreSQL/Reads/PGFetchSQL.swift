@@ -1,0 +1,191 @@
+import Foundation
+import ManagedStoreCore
+
+/// The part of a checked fetch that PostgreSQL answers with exactly the in-memory evaluator's
+/// results, as SQL: the conjuncts of its predicate that compare the fetched entity's own
+/// columns with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`; AND, OR and NOT
+/// of them), and its sorts when all are on such columns. The rest (string operators, `[cd]`,
+/// key paths through relationships, aggregates, SUBQUERY) stays with the evaluator, over the
+/// rows the SQL part let through.
+///
+/// Every comparison is two-valued (a null column makes it false, never NULL, so that NOT and
+/// OR keep the evaluator's meaning), and every value is a bound parameter.
+struct PGFetchSQL {
+    /// The WHERE condition of the compiled conjuncts ("true" when none compiled).
+    let condition: String
+    let parameters: [String?]
+    /// The conjuncts left to the evaluator; nil when the whole predicate compiled.
+    let residual: CheckedPredicate?
+    /// ORDER BY terms for the sorts then the key, when every sort compiled; nil otherwise.
+    let orderBy: String?
+
+    /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
+    init(_ prepared: PreparedFetch, table: PGSchema.EntityTable, compiling: Bool = true) {
+        var compiler = Compiler(table: table)
+        var compiled: [String] = []
+        var left: [CheckedPredicate] = []
+        if let predicate = prepared.predicate, !compiling {
+            left = [predicate]
+        } else if let predicate = prepared.predicate {
+            let conjuncts: [CheckedPredicate]
+            if case .and(let terms) = predicate.simplified { conjuncts = terms } else { conjuncts = [predicate] }
+            for conjunct in conjuncts {
+                if let sql = compiler.condition(conjunct) { compiled.append(sql) } else { left.append(conjunct) }
+            }
+        }
+        condition = compiled.isEmpty ? "true" : compiled.joined(separator: " AND ")
+        residual = left.isEmpty ? nil : (left.count == 1 ? left[0] : .and(left))
+        var terms: [String] = []
+        for sort in prepared.sorts where compiling {
+            guard sort.options.isEmpty, let column = compiler.orderableColumn(sort.keyPath) else { terms = []; break }
+            // The evaluator's order: nulls first ascending, last descending.
+            terms.append(sort.ascending ? "\(column) ASC NULLS FIRST" : "\(column) DESC NULLS LAST")
+        }
+        orderBy = compiling && terms.count == prepared.sorts.count ? (terms + ["_pk ASC"]).joined(separator: ", ") : nil
+        parameters = compiler.parameters
+    }
+
+    private struct Compiler {
+        let table: PGSchema.EntityTable
+        var parameters: [String?] = []
+
+        init(table: PGSchema.EntityTable) { self.table = table }
+
+        mutating func bind(_ text: String) -> String {
+            parameters.append(text)
+            return "$\(parameters.count)"
+        }
+
+        /// The SQL of `predicate`, never NULL; nil when some part of it does not compile.
+        mutating func condition(_ predicate: CheckedPredicate) -> String? {
+            let saved = parameters
+            let sql = compile(predicate)
+            if sql == nil { parameters = saved }
+            return sql
+        }
+
+        private mutating func compile(_ predicate: CheckedPredicate) -> String? {
+            switch predicate {
+            case .constant(let value): return value ? "true" : "false"
+            case .and(let terms), .or(let terms):
+                guard !terms.isEmpty else { if case .and = predicate { return "true" } else { return "false" } }
+                var parts: [String] = []
+                for term in terms {
+                    guard let sql = compile(term) else { return nil }
+                    parts.append(sql)
+                }
+                if case .and = predicate { return "(" + parts.joined(separator: " AND ") + ")" }
+                return "(" + parts.joined(separator: " OR ") + ")"
+            case .not(let inner):
+                return compile(inner).map { "(NOT \($0))" }
+            case .comparison(let comparison):
+                return compile(comparison)
+            }
+        }
+
+        /// A column of the fetched entity's own row, and the kind of constant it meets exactly:
+        /// attributes whose PostgreSQL order and equality are the evaluator's, and stored to-one keys.
+        private enum Column {
+            case attribute(String, AttributeType)
+            case foreignKey(String)
+        }
+
+        private func column(_ keyPath: ResolvedKeyPath) -> Column? {
+            guard case .object = keyPath.root, keyPath.steps.isEmpty else { return nil }
+            switch keyPath.terminal {
+            case let .attribute(entity, index) where entity == table.entity.index:
+                return .attribute(table.attributeColumns[index], table.entity.attributes[index].type)
+            case let .toOne(entity, relationship) where entity == table.entity.index:
+                guard let position = table.entity.foreignKeyRelationships.firstIndex(of: relationship) else { return nil }
+                return .foreignKey(table.foreignKeyColumns[position])
+            default:
+                return nil
+            }
+        }
+
+        /// A column whose ORDER BY is the evaluator's sort order.
+        func orderableColumn(_ keyPath: ResolvedKeyPath) -> String? {
+            guard case .attribute(let name, let type)? = column(keyPath), Self.isOrdered(type) else { return nil }
+            return name
+        }
+
+        /// Types whose PostgreSQL comparison is the evaluator's: numbers exactly, strings by code
+        /// point (COLLATE "C" on UTF-8), booleans, dates as seconds.
+        private static func isOrdered(_ type: AttributeType) -> Bool {
+            switch type {
+            case .integer16, .integer32, .integer64, .decimal, .double, .float, .string, .boolean, .date: return true
+            case .binary, .uuid, .uri: return false
+            }
+        }
+
+        /// A constant's text when it is of the kind `column` holds (nil: null; .none: not compiled).
+        private func constant(_ value: PredicateValue, for column: Column) -> String?? {
+            switch (column, value) {
+            case (_, .attribute(.null)): return .some(nil)
+            case (.foreignKey, .object(let id)): return id.primaryKey.map { .some(String($0)) } ?? .none
+            case let (.attribute(_, type), .attribute(attribute)):
+                switch (type, attribute) {
+                case (.integer16, .integer), (.integer32, .integer), (.integer64, .integer), (.decimal, .decimal), (.double, .double),
+                     (.float, .float), (.string, .string), (.boolean, .boolean), (.date, .date):
+                    guard let text = try? PGValues.text(attribute) else { return .none }
+                    return .some(text)
+                default:
+                    return .none
+                }
+            default:
+                return .none
+            }
+        }
+
+        private mutating func compile(_ c: CheckedComparison) -> String? {
+            guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs, let column = column(keyPath) else { return nil }
+            let name: String
+            switch column {
+            case .attribute(let n, let type):
+                guard Self.isOrdered(type) else { return nil }
+                name = n
+            case .foreignKey(let n):
+                guard c.op == .equal || c.op == .notEqual || c.op == .in else { return nil }
+                name = n
+            }
+            switch c.op {
+            case .equal, .notEqual, .lessThan, .lessThanOrEqual, .greaterThan, .greaterThanOrEqual:
+                guard case .value(let value) = c.rhs, let text = constant(value, for: column) else { return nil }
+                guard let text else {
+                    switch c.op {
+                    case .equal: return "(\(name) IS NULL)"
+                    case .notEqual: return "(\(name) IS NOT NULL)"
+                    default: return "false"
+                    }
+                }
+                let parameter = bind(text)
+                switch c.op {
+                case .equal: return "(\(name) IS NOT DISTINCT FROM \(parameter))"
+                case .notEqual: return "(\(name) IS DISTINCT FROM \(parameter))"
+                case .lessThan: return "COALESCE(\(name) < \(parameter), false)"
+                case .lessThanOrEqual: return "COALESCE(\(name) <= \(parameter), false)"
+                case .greaterThan: return "COALESCE(\(name) > \(parameter), false)"
+                default: return "COALESCE(\(name) >= \(parameter), false)"
+                }
+            case .between:
+                guard case .list(let items) = c.rhs, items.count == 2,
+                      let low = constant(items[0], for: column), let high = constant(items[1], for: column) else { return nil }
+                guard let low, let high else { return "false" }
+                return "COALESCE(\(name) >= \(bind(low)) AND \(name) <= \(bind(high)), false)"
+            case .in:
+                guard case .list(let items) = c.rhs else { return nil }
+                var texts: [String] = []
+                var matchesNull = false
+                for item in items {
+                    guard let text = constant(item, for: column) else { return nil }
+                    if let text { texts.append(text) } else { matchesNull = true }
+                }
+                guard !texts.isEmpty else { return matchesNull ? "(\(name) IS NULL)" : "false" }
+                let list = texts.map { bind($0) }.joined(separator: ", ")
+                return "COALESCE(\(name) IN (\(list)), \(matchesNull ? "\(name) IS NULL" : "false"))"
+            default:
+                return nil
+            }
+        }
+    }
+}
