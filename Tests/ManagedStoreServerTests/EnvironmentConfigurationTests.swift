@@ -51,6 +51,20 @@ struct EnvironmentConfigurationTests {
         #expect(columns.count == 1, "\(run.stdout)")
     }
 
+    @Test("a postgres:// store's password is masked in print-config, from the command line or MANAGEDSTORE_STORE")
+    func printConfigMasksThePassword() throws {
+        let given = try ServerProcess.run(["serve", "--demo", "--store", "postgres://app:s3cret@db.example:5432/app?sslmode=require", "--print-config"])
+        #expect(given.status == 0, "\(given.stderr)")
+        #expect(Self.setting("store", in: given.stdout)?.value == "postgres://app:***@db.example:5432/app?sslmode=require")
+        #expect(!given.stdout.contains("s3cret"))
+        let fromEnvironment = try ServerProcess.run(["serve", "--demo", "--print-config"],
+                                                    environment: ["MANAGEDSTORE_STORE": "postgresql://db.example/app?password=s3cret"])
+        #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
+        #expect(Self.setting("store", in: fromEnvironment.stdout)?.value == "postgresql://db.example/app?password=***")
+        #expect(Self.setting("store", in: fromEnvironment.stdout)?.origin == "environment MANAGEDSTORE_STORE")
+        #expect(!fromEnvironment.stdout.contains("s3cret"))
+    }
+
     @Test("a value from the environment is validated like one from the command line")
     func badValues() throws {
         let port = try ServerProcess.run(["serve", "--demo", "--store", ":memory:", "--print-config"], environment: ["MANAGEDSTORE_PORT": "eighty"])

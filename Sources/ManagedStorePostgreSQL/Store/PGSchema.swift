@@ -65,7 +65,7 @@ struct PGSchema {
             """
             CREATE TABLE _managedstore_store (
                 id int PRIMARY KEY CHECK (id = 1), identifier uuid NOT NULL, model_name text NOT NULL,
-                model_hash text NOT NULL, last_token bigint NOT NULL DEFAULT 0, pruned_through bigint NOT NULL DEFAULT 0)
+                model_hash text NOT NULL, model_json text NOT NULL, last_token bigint NOT NULL DEFAULT 0, pruned_through bigint NOT NULL DEFAULT 0)
             """,
             "CREATE TABLE _managedstore_keys (entity text COLLATE \"C\" PRIMARY KEY, last bigint NOT NULL DEFAULT 0)",
             """

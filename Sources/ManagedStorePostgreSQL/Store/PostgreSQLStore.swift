@@ -72,8 +72,9 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             try connection.execute("BEGIN")
             do {
                 try connection.execute(schema.creationSQL)
-                try connection.execute("INSERT INTO _managedstore_store (id, identifier, model_name, model_hash) VALUES (1, $1, $2, $3)",
-                                       [identifier.uuidString, model.name, model.versionHash])
+                // The model itself too, as the SQLite store keeps it: what a migration starts from.
+                try connection.execute("INSERT INTO _managedstore_store (id, identifier, model_name, model_hash, model_json) VALUES (1, $1, $2, $3, $4)",
+                                       [identifier.uuidString, model.name, model.versionHash, model.jsonValue.serialized()])
                 try connection.execute("COMMIT")
             } catch {
                 _ = try? connection.execute("ROLLBACK")
