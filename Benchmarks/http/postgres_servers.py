@@ -23,9 +23,23 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from alternate import HTTP, ROOT, Process, free_port, wait_ready  # noqa: E402
+from alternate import HTTP, ROOT, Process, free_port  # noqa: E402
 
 CLUSTER = os.path.join(ROOT, "scripts", "postgres-cluster.sh")
+
+
+def wait_ready(url, seconds=120):
+    """Until /v1/readyz answers 200: a server answers 503 while its store opens."""
+    import urllib.request
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url, timeout=2).status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    sys.exit(f"postgres_servers: {url} was not ready")
 
 
 def wrk_many(urls, seconds, connections, script):
@@ -55,7 +69,8 @@ def main():
     parser.add_argument("--json")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="managedstore-pgbench-")
-    cluster = os.path.join(work, "cluster")
+    # A folder of its own: as root, the cluster's owner (postgres) must be able to reach it.
+    cluster = tempfile.mkdtemp(prefix="managedstore-pg-")
     env = dict(os.environ, POSTGRES_FSYNC="on")
     uri = subprocess.run([CLUSTER, "start", cluster], capture_output=True, text=True, env=env, check=True).stdout.strip()
     try:
@@ -75,7 +90,7 @@ def run(args, work, uri):
     stores = {"sqlite": os.path.join(work, "store.sqlite")}
     seeded(args, stores["sqlite"])
     for name in configs[1:]:
-        schema = name.replace("-", "_")
+        schema = "bench_" + name.replace("-", "_")  # "pg_" names are PostgreSQL's own
         subprocess.run(["psql", uri, "-qc", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
         stores[name] = f"{uri}?options=-csearch_path%3D{schema}"
         seeded(args, stores[name])

@@ -9,6 +9,11 @@ import ManagedStoreCore
 /// reader lent from its pool).
 final class PGConnection {
     private let handle: OpaquePointer
+    /// Statements prepared on this connection, by their SQL: parsed and planned once.
+    private var prepared: [String: String] = [:]
+    /// The most statements kept prepared; past it, a statement runs unprepared (SQL made for
+    /// one request, such as an IN list of its length, would otherwise pile up).
+    private static let maxPrepared = 512
 
     /// Connects with a libpq connection string or URI (`postgres://user@host:port/db?...`).
     /// The password comes from the URI, `PGPASSWORD` or `~/.pgpass`, as libpq finds it; errors
@@ -28,15 +33,123 @@ final class PGConnection {
         try execute("SET client_encoding TO 'UTF8'; SET extra_float_digits TO 3; SET TIME ZONE 'UTC'")
     }
 
-    deinit { PQfinish(handle) }
-
     /// Runs one statement (or several, without parameters) and returns its rows.
+    /// A command sent without waiting for its answer (`sendWithoutWaiting`), read before the next.
+    private var pending: String?
+
+    /// Sends `sql` (no parameters) and returns at once; its answer is read, and a failure
+    /// thrown, by the next `execute`. A read-only transaction's COMMIT: the connection goes
+    /// back to its pool while the server ends the transaction, off the request's path.
+    func sendWithoutWaiting(_ sql: String) throws(StoreError) {
+        try finishPending()
+        guard PQsendQuery(handle, sql) == 1 else {
+            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: sql)
+        }
+        pending = sql
+    }
+
+    private func finishPending() throws(StoreError) {
+        guard let sql = pending else { return }
+        pending = nil
+        var failure: StoreError?
+        while let result = PQgetResult(handle) {
+            do { _ = try checked(result, sql) } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// A BEGIN to send with the next statement (`beginWithNextStatement`).
+    private var deferredBegin: String?
+
+    /// Sends `begin` (a BEGIN without parameters) together with the next statement, in one
+    /// round trip (libpq's pipeline mode): a read transaction costs no round trip of its own.
+    /// Forgotten if no statement follows (`forgetDeferredBegin`).
+    func beginWithNextStatement(_ begin: String) throws(StoreError) {
+        try finishPending()
+        deferredBegin = begin
+    }
+
+    /// Forgets a deferred BEGIN that no statement followed; true when it was sent (a
+    /// transaction is open, which the caller ends).
+    func clearDeferredBegin() -> Bool {
+        defer { deferredBegin = nil }
+        return deferredBegin == nil
+    }
+
+    /// A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
+        try finishPending()
+        if let begin = deferredBegin {
+            deferredBegin = nil
+            return try pipelined(begin, sql, parameters)
+        }
+        if parameters.isEmpty { return try checked(PQexec(handle, sql), sql) }
+        var name = prepared[sql]
+        if name == nil, prepared.count < Self.maxPrepared {
+            let candidate = "ms\(prepared.count)"
+            _ = try checked(PQprepare(handle, candidate, sql, Int32(parameters.count), nil), sql)
+            prepared[sql] = candidate
+            name = candidate
+        }
         let result: OpaquePointer? = withCStrings(parameters) { pointers in
-            if parameters.isEmpty { return PQexec(handle, sql) }
+            if let name { return PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) }
             return PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
         }
+        return try checked(result, sql)
+    }
+
+    /// `begin`, then `sql` with `parameters` (prepared first when it is new), in one round trip;
+    /// `sql`'s result. A failure of either is thrown (after every answer was read).
+    private func pipelined(_ begin: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PGResult {
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: begin)
+        }
+        defer { PQexitPipelineMode(handle) }
+        var name = prepared[sql]
+        var preparing = false
+        var sent = PQsendQueryParams(handle, begin, 0, nil, nil, nil, nil, 0) == 1
+        if sent, name == nil, !parameters.isEmpty, prepared.count < Self.maxPrepared {
+            name = "ms\(prepared.count)"
+            preparing = true
+            sent = PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1
+        }
+        if sent {
+            sent = withCStrings(parameters) { pointers in
+                if let name { return PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) == 1 }
+                return PQsendQueryParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0) == 1
+            }
+        }
+        sent = sent && PQpipelineSync(handle) == 1
+        guard sent else { throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: sql) }
+        // The answers, in order: BEGIN's, PREPARE's (if sent), the statement's, each followed by
+        // a NULL, then the sync point.
+        var failure: StoreError?
+        var statementResult: PGResult?
+        let expected = preparing ? 3 : 2
+        for index in 0..<expected {
+            while let result = PQgetResult(handle) {
+                do {
+                    let checkedResult = try checked(result, index == 0 ? begin : sql)
+                    if index == expected - 1 { statementResult = checkedResult }
+                } catch {
+                    failure = failure ?? error
+                }
+            }
+        }
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let failure { throw failure }
+        if preparing, let name { prepared[sql] = name }
+        guard let statementResult else { throw .engine(code: -1, message: "no answer to the statement", sql: sql) }
+        return statementResult
+    }
+
+    /// `result` when it is a success; its error, typed, otherwise.
+    private func checked(_ result: OpaquePointer?, _ sql: String) throws(StoreError) -> PGResult {
         guard let result else {
             throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: sql)
         }
@@ -57,6 +170,11 @@ final class PGConnection {
 
     /// Whether the connection is still usable (a server restart or a dropped socket ends it).
     var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    deinit {
+        _ = try? finishPending()
+        PQfinish(handle)
+    }
 
     /// The process ID of the server backend, for tests that end a connection from outside.
     var backendPID: Int32 { PQbackendPID(handle) }

@@ -111,15 +111,17 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Reading
 
-    /// Runs `body` in a read-only transaction of one snapshot on `connection`.
+    /// Runs `body` in a read-only transaction of one snapshot on `connection`. Its COMMIT is
+    /// not waited for (nothing was written): the connection's next command reads its answer.
+    /// Its BEGIN goes with its first statement, in one round trip.
     private func inReadTransaction<T>(_ connection: PGConnection, _ body: (PGSession) throws -> T) throws -> T {
-        try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try connection.beginWithNextStatement("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         do {
             let result = try body(session(connection))
-            try connection.execute("COMMIT")
+            if connection.clearDeferredBegin() { try connection.sendWithoutWaiting("COMMIT") }
             return result
         } catch {
-            _ = try? connection.execute("ROLLBACK")
+            if connection.clearDeferredBegin() { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
     }
