@@ -12,6 +12,7 @@ final class ServerProcess: @unchecked Sendable {
     private let ownsDirectory: Bool
     let port: UInt16
     private let errors = Pipe()
+    private let output = Pipe()
     private let errorText = CollectedText()
 
     enum Failure: Error { case noExecutable(String), noBanner(String), timedOut([String]) }
@@ -32,9 +33,9 @@ final class ServerProcess: @unchecked Sendable {
         try process.run()
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning && Date() < deadline { usleep(10_000) }
-        guard !process.isRunning else { process.terminate(); throw Failure.timedOut(arguments) }
         output.fileHandleForReading.readabilityHandler = nil
         errors.fileHandleForReading.readabilityHandler = nil
+        guard !process.isRunning else { process.terminate(); throw Failure.timedOut(arguments) }
         outputText.append(output.fileHandleForReading.readDataToEndOfFile())
         errorText.append(errors.fileHandleForReading.readDataToEndOfFile())
         return (process.terminationStatus, outputText.text, errorText.text)
@@ -67,7 +68,6 @@ final class ServerProcess: @unchecked Sendable {
         process.arguments = ["serve"] + (model.map { ["--model", $0] } ?? ["--demo"]) + ["--store", store ?? directory.appendingPathComponent("store.sqlite").path,
                              "--port", "0", "--durability", "normal"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
-        let output = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
@@ -107,6 +107,11 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { process.terminate() }
+        // Stop watching the pipes before their handles close: a dispatch source left on a
+        // closed descriptor can be woken for whatever opens that number next (a database
+        // connection's socket) and crash libdispatch's event loop.
+        output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
         if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 

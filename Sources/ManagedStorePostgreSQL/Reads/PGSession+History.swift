@@ -117,11 +117,14 @@ extension PGSession {
         // The counter's row stays locked until this transaction ends: a save of another server
         // that records history waits, so tokens commit in their order and a reader of the
         // change feed never sees a token before a smaller one that is still to commit.
-        guard let token = try connection.execute("UPDATE _managedstore_store SET last_token = last_token + 1 RETURNING last_token").int64(0, 0) else {
+        let counted = try connection.execute("""
+            WITH counter AS (UPDATE _managedstore_store SET last_token = last_token + 1 RETURNING last_token)
+            INSERT INTO _managedstore_history_transaction (token, timestamp, author, context)
+            SELECT last_token, $1::double precision, $2::text, $3::text FROM counter RETURNING token
+            """, [PGValues.doubleText(Date().timeIntervalSince1970), draft.author, draft.contextName])
+        guard let token = counted.int64(0, 0) else {
             throw .engine(code: -1, message: "the store's row is missing", sql: nil)
         }
-        try connection.execute("INSERT INTO _managedstore_history_transaction (token, timestamp, author, context) VALUES ($1, $2, $3, $4)",
-                               [String(token), PGValues.doubleText(Date().timeIntervalSince1970), draft.author, draft.contextName])
         let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
         for entry in draft.entries {
             guard let pk = key(entry.id) else { continue }

@@ -21,8 +21,11 @@ extension PGSession {
     }
 
     private func writeChecked(_ changes: ChangeSet) throws -> WrittenChanges {
-        // Uniqueness is checked once the save's rows are all written (below), not row by row.
-        try connection.execute("SET CONSTRAINTS ALL DEFERRED")
+        // Uniqueness is checked once the save's rows are all written (below), not row by row;
+        // a save that writes no constrained entity has nothing to defer.
+        let constrained = changes.inserts.contains { !$0.entity.uniquenessConstraints.isEmpty }
+            || changes.updates.contains { !$0.entity.uniquenessConstraints.isEmpty }
+        if constrained { try connection.execute("SET CONSTRAINTS ALL DEFERRED") }
         // Base versions, with the rows locked until the transaction ends.
         var versionConflicts: [(id: ManagedObjectID, row: StoredRow?)] = []
         let based = changes.updates.map { ($0.id, $0.entity, $0.baseVersion) } + changes.deletes.map { ($0.id, $0.entity, $0.baseVersion) }
@@ -114,7 +117,7 @@ extension PGSession {
         }
         // The unique constraints decide now: another server's committed row with the same
         // values (committed after the checks above) is a unique violation here.
-        try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        if constrained { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 
