@@ -268,6 +268,34 @@ struct PostgreSQLStoreTests {
         #expect(compared == Self.twinPredicates.count * Self.twinSorts.count * 2)
     }
 
+    @Test("pages by cursor answered in SQL are the evaluator's pages (twin of the plain path)", .enabled(if: TestStore.isPostgres))
+    func compiledCursorsAgreeWithTheEvaluator() throws {
+        let container = try Self.seededTasks()
+        let compiled = container.newBackgroundContext()
+        let plain = container.newBackgroundContext()
+        plain.performAndWait { plain.storeCompilesPredicates = false }
+        for format in ["TRUEPREDICATE", "priority >= 1", "estimate != nil OR done == YES", "title BEGINSWITH 'a'"] {
+            for sorts in Self.twinSorts.dropLast(2) {
+                let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format), sortDescriptors: sorts)
+                let fast = try compiled.performAndWait { try PaginationTests.pages(compiled, request, size: 7) }
+                let slow = try plain.performAndWait { try PaginationTests.pages(plain, request, size: 7) }
+                #expect(fast == slow, "\(format) sorted by \(sorts.map(\.keyPath))")
+                #expect(!fast.isEmpty)
+            }
+        }
+        let store = try #require(container.coordinator.store as? PostgreSQLStore)
+        let context = container.newBackgroundContext()
+        let cursorPlan = try context.performAndWait { () throws -> PGFetchSQL in
+            var request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "priority >= 1"),
+                                       sortDescriptors: [ObjectSortDescriptor("estimate", ascending: false)], fetchLimit: 5)
+            let first = try context.fetch(request)
+            request.after = try context.cursor(after: first.last!, for: request)
+            let prepared = try context.prepare(request)
+            return PGFetchSQL(prepared, table: store.schema[prepared.entity])
+        }
+        #expect(cursorPlan.cursorCompiled && cursorPlan.residual == nil, "the second page is one statement")
+    }
+
     @Test("what compiles to SQL and what is left to the evaluator", .enabled(if: TestStore.isPostgres))
     func compiledParts() throws {
         let container = try Fixtures.container()

@@ -18,6 +18,8 @@ struct PGFetchSQL {
     let residual: CheckedPredicate?
     /// ORDER BY terms for the sorts then the key, when every sort compiled; nil otherwise.
     let orderBy: String?
+    /// Whether the fetch's cursor (keyset pagination) is in `condition`.
+    let cursorCompiled: Bool
 
     /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
     init(_ prepared: PreparedFetch, table: PGSchema.EntityTable, compiling: Bool = true) {
@@ -33,8 +35,6 @@ struct PGFetchSQL {
                 if let sql = compiler.condition(conjunct) { compiled.append(sql) } else { left.append(conjunct) }
             }
         }
-        condition = compiled.isEmpty ? "true" : compiled.joined(separator: " AND ")
-        residual = left.isEmpty ? nil : (left.count == 1 ? left[0] : .and(left))
         var terms: [String] = []
         for sort in prepared.sorts where compiling {
             guard sort.options.isEmpty, let column = compiler.orderableColumn(sort.keyPath) else { terms = []; break }
@@ -42,6 +42,15 @@ struct PGFetchSQL {
             terms.append(sort.ascending ? "\(column) ASC NULLS FIRST" : "\(column) DESC NULLS LAST")
         }
         orderBy = compiling && terms.count == prepared.sorts.count ? (terms + ["_pk ASC"]).joined(separator: ", ") : nil
+        // The cursor only with the order in SQL: "after" is a position in that order.
+        if let cursor = prepared.after, orderBy != nil, let after = compiler.after(cursor, sorts: prepared.sorts) {
+            compiled.append(after)
+            cursorCompiled = true
+        } else {
+            cursorCompiled = false
+        }
+        condition = compiled.isEmpty ? "true" : compiled.joined(separator: " AND ")
+        residual = left.isEmpty ? nil : (left.count == 1 ? left[0] : .and(left))
         parameters = compiler.parameters
     }
 
@@ -101,6 +110,34 @@ struct PGFetchSQL {
             default:
                 return nil
             }
+        }
+
+        /// Keyset pagination: rows strictly after `cursor` in the order of `sorts`, then the key.
+        /// For each sort in turn: every earlier one equal and this one after; or all equal and a
+        /// greater key. Nulls sort first ascending and last descending. nil when a cursor value
+        /// is not of its column's kind.
+        mutating func after(_ cursor: FetchCursor, sorts: [ResolvedSort]) -> String? {
+            guard cursor.values.count == sorts.count else { return nil }
+            let saved = parameters
+            var terms: [String] = []
+            var equalSoFar: [String] = []
+            for (sort, value) in zip(sorts, cursor.values) {
+                guard let column = column(sort.keyPath), case .attribute(let name, _) = column,
+                      let text = constant(.attribute(value), for: column) else { parameters = saved; return nil }
+                let later: String, equal: String
+                if let text {
+                    let parameter = bind(text)
+                    later = sort.ascending ? "COALESCE(\(name) > \(parameter), false)" : "COALESCE(\(name) < \(parameter), true)"
+                    equal = "COALESCE(\(name) = \(parameter), false)"
+                } else {
+                    later = sort.ascending ? "(\(name) IS NOT NULL)" : "false"
+                    equal = "(\(name) IS NULL)"
+                }
+                terms.append("(" + (equalSoFar + [later]).joined(separator: " AND ") + ")")
+                equalSoFar.append(equal)
+            }
+            terms.append("(" + (equalSoFar + ["_pk > \(bind(String(cursor.primaryKey)))"]).joined(separator: " AND ") + ")")
+            return "(" + terms.joined(separator: " OR ") + ")"
         }
 
         /// A column whose ORDER BY is the evaluator's sort order.

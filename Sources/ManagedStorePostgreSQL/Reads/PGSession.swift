@@ -116,7 +116,7 @@ final class PGSession: StoreWriteSession {
 
     func count(_ fetch: StoreFetch) throws(FetchError) -> Int {
         let plan = self.plan(fetch)
-        if plan.residual == nil && fetch.prepared.after == nil {
+        if plan.residual == nil && (fetch.prepared.after == nil || plan.cursorCompiled) {
             let table = schema[fetch.prepared.entity]
             return Int(try fetchSQL("SELECT count(*) FROM \(table.table) WHERE \(plan.condition)", plan.parameters).int64(0, 0) ?? 0)
         }
@@ -150,10 +150,10 @@ final class PGSession: StoreWriteSession {
         PGFetchSQL(fetch.prepared, table: schema[fetch.prepared.entity], compiling: fetch.tuning.compilesPredicates)
     }
 
-    /// ORDER BY and the window in SQL, when PostgreSQL answers the whole fetch: every conjunct
-    /// and sort compiled, and no cursor (keyset pagination is the evaluator's, for now).
+    /// ORDER BY and the window in SQL, when PostgreSQL answers the whole fetch: every conjunct,
+    /// sort and the cursor compiled.
     private func sqlWindow(_ fetch: StoreFetch, _ plan: PGFetchSQL) -> String? {
-        guard plan.residual == nil, fetch.prepared.after == nil, let orderBy = plan.orderBy else { return nil }
+        guard plan.residual == nil, fetch.prepared.after == nil || plan.cursorCompiled, let orderBy = plan.orderBy else { return nil }
         var window = orderBy
         if fetch.limit > 0 { window += " LIMIT \(fetch.limit)" }
         if fetch.offset > 0 { window += " OFFSET \(fetch.offset)" }
