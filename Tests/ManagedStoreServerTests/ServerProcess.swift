@@ -13,7 +13,7 @@ final class ServerProcess: @unchecked Sendable {
     let port: UInt16
     private let errors = Pipe()
     private let output = Pipe()
-    private let errorText = CollectedText()
+    private var errorText: PipeDrain?
 
     enum Failure: Error { case noExecutable(String), noBanner(String), timedOut([String]) }
 
@@ -25,19 +25,15 @@ final class ServerProcess: @unchecked Sendable {
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, given in given }
         let output = Pipe(), errors = Pipe()
-        let outputText = CollectedText(), errorText = CollectedText()
         process.standardOutput = output
         process.standardError = errors
-        output.fileHandleForReading.readabilityHandler = { outputText.append($0.availableData) }
-        errors.fileHandleForReading.readabilityHandler = { errorText.append($0.availableData) }
         try process.run()
+        let outputText = PipeDrain(output), errorText = PipeDrain(errors)
         let deadline = Date().addingTimeInterval(60)
         while process.isRunning && Date() < deadline { usleep(10_000) }
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
         guard !process.isRunning else { process.terminate(); throw Failure.timedOut(arguments) }
-        outputText.append(output.fileHandleForReading.readDataToEndOfFile())
-        errorText.append(errors.fileHandleForReading.readDataToEndOfFile())
+        _ = outputText.waitForEnd(seconds: 10)
+        _ = errorText.waitForEnd(seconds: 10)
         return (process.terminationStatus, outputText.text, errorText.text)
     }
 
@@ -71,9 +67,7 @@ final class ServerProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
-        errors.fileHandleForReading.readabilityHandler = { [errorText] handle in
-            errorText.append(handle.availableData)
-        }
+        errorText = PipeDrain(errors)
         // The banner: "managedstore serving Tracker from ... at http://127.0.0.1:PORT  (...)".
         var banner = ""
         let deadline = Date().addingTimeInterval(30)
@@ -90,7 +84,7 @@ final class ServerProcess: @unchecked Sendable {
         }
         self.port = port
         // Keep reading stdout so the server never blocks on a full pipe.
-        output.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+        _ = PipeDrain(output)
         if waitUntilReady { try self.waitUntilReady(seconds: 30) }
     }
 
@@ -107,18 +101,13 @@ final class ServerProcess: @unchecked Sendable {
 
     deinit {
         if process.isRunning { process.terminate() }
-        // Stop watching the pipes before their handles close: a dispatch source left on a
-        // closed descriptor can be woken for whatever opens that number next (a database
-        // connection's socket) and crash libdispatch's event loop.
-        output.fileHandleForReading.readabilityHandler = nil
-        errors.fileHandleForReading.readabilityHandler = nil
         if ownsDirectory { try? FileManager.default.removeItem(at: directory) }
     }
 
     var storePath: String { directory.appendingPathComponent("store.sqlite").path }
 
     /// What the process wrote on stderr so far.
-    var stderr: String { errorText.text }
+    var stderr: String { errorText?.text ?? "" }
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
@@ -128,6 +117,35 @@ final class ServerProcess: @unchecked Sendable {
         while process.isRunning && Date() < deadline { usleep(20_000) }
         return process.isRunning ? nil : process.terminationStatus
     }
+}
+
+/// A pipe read to its end by a thread of its own, with blocking reads: what came so far, and
+/// whether the end came. Not FileHandle's readabilityHandler: its dispatch source can outlive
+/// the descriptor it watches (cancelling is asynchronous), and be woken for whatever opens that
+/// number next, a database connection's socket in the PostgreSQL runs, crashing libdispatch's
+/// event loop (seen twice).
+final class PipeDrain: @unchecked Sendable {
+    // @unchecked Sendable: `collected` locks itself; `ended` is a semaphore.
+    private let collected = CollectedText()
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        let thread = Thread { [collected, ended] in
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                collected.append(data)
+            }
+            ended.signal()
+        }
+        thread.start()
+    }
+
+    var text: String { collected.text }
+
+    /// Waits at most `seconds` for the end of the pipe; false if it did not come.
+    func waitForEnd(seconds: Double) -> Bool { ended.wait(timeout: .now() + seconds) == .success }
 }
 
 /// Text gathered from a pipe on another thread.

@@ -28,7 +28,9 @@ struct StartupLinesTests {
     /// A started `serve` process: its stdout until the example lines are out, and stderr as it comes.
     final class Started {
         let process = Process()
-        let output = CollectedText(), errors = CollectedText()
+        private var outputDrain: PipeDrain?, errorsDrain: PipeDrain?
+        var output: String { outputDrain?.text ?? "" }
+        var errors: String { errorsDrain?.text ?? "" }
 
         init(_ arguments: [String]) throws {
             process.executableURL = try ServerProcess.executable
@@ -36,17 +38,17 @@ struct StartupLinesTests {
             let out = Pipe(), err = Pipe()
             process.standardOutput = out
             process.standardError = err
-            out.fileHandleForReading.readabilityHandler = { [output] in output.append($0.availableData) }
-            err.fileHandleForReading.readabilityHandler = { [errors] in errors.append($0.availableData) }
             try process.run()
+            outputDrain = PipeDrain(out)
+            errorsDrain = PipeDrain(err)
         }
 
         /// Waits until `done` holds for (stdout, stderr), at most 30 s.
         func wait(until done: (String, String) -> Bool) -> Bool {
             let deadline = Date().addingTimeInterval(30)
             while Date() < deadline {
-                if done(output.text, errors.text) { return true }
-                guard process.isRunning else { return done(output.text, errors.text) }
+                if done(output, errors) { return true }
+                guard process.isRunning else { return done(output, errors) }
                 usleep(5_000)
             }
             return false
@@ -86,12 +88,12 @@ struct StartupLinesTests {
         let model = directory.appendingPathComponent("laboratory.json")
         try Data(Self.laboratoryJSON.utf8).write(to: model)
         let server = try Started(["serve", "--model", model.path, "--store", directory.appendingPathComponent("lab.sqlite").path, "--port", "0"])
-        #expect(server.wait { out, _ in out.components(separatedBy: "curl ").count >= 4 }, "\(server.output.text)\n\(server.errors.text)")
-        #expect(server.wait { _, err in err.contains("msg=ready") }, "\(server.errors.text)")
+        #expect(server.wait { out, _ in out.components(separatedBy: "curl ").count >= 4 }, "\(server.output)\n\(server.errors)")
+        #expect(server.wait { _, err in err.contains("msg=ready") }, "\(server.errors)")
 
-        let commands = server.output.text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
-        #expect(commands.count == 3, "\(server.output.text)")
-        #expect(!server.output.text.contains("Project"), "no entity of another model: \(server.output.text)")
+        let commands = server.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("curl ") }
+        #expect(commands.count == 3, "\(server.output)")
+        #expect(!server.output.contains("Project"), "no entity of another model: \(server.output)")
         let insert = try #require(commands.first { $0.contains("-X POST") })
         #expect(insert.contains("/v1/objects/Note "), "Sample needs a value matching its pattern; Note is the first that can be inserted: \(insert)")
         #expect(insert.contains(#""body""#), "the example sets a property of Note: \(insert)")
@@ -116,8 +118,8 @@ struct StartupLinesTests {
         for _ in 0..<50 {
             let server = try Started(["serve", "--demo", "--store", store, "--port", "0"])
             // Until the store's own lines are out too: they are the ones that could come first.
-            #expect(server.wait { _, err in err.contains("msg=ready") }, "\(server.errors.text)")
-            firstLines.append(server.errors.text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? "")
+            #expect(server.wait { _, err in err.contains("msg=ready") }, "\(server.errors)")
+            firstLines.append(server.errors.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? "")
             server.process.terminate()
             server.process.waitUntilExit()
         }
