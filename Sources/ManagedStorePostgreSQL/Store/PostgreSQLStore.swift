@@ -137,6 +137,12 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     package var readerCount: Int { readers.count }
 
+    /// `body` with a pooled reader's connection, in one read transaction (the store's own
+    /// upkeep queries, which need the connection rather than a session).
+    private func withReadConnection<T>(_ body: (PGConnection) throws -> T) throws -> T {
+        try readers.withReader { _, connection in try inReadTransaction(connection) { try body($0.connection) } }
+    }
+
     package func withPooledReader<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T {
         try readers.withReader { slot, connection in try inReadTransaction(connection) { try body(slot, $0) } }
     }
@@ -217,8 +223,7 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     /// Stored keys within the keys handed out, versions at least 1, every stored to-one key and
     /// link naming an object that exists (worded as the SQLite store words them).
     package func checkIntegrity() throws -> [String] {
-        try read(throughWriter: false) { session in
-            let connection = (session as! PGSession).connection
+        try withReadConnection { connection in
             var problems: [String] = []
             for table in schema.tables {
                 let entity = table.entity
@@ -255,8 +260,8 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
 
     /// The bytes the store's tables and their indexes take in the database; no log of its own.
     package var fileSizes: (store: Int64, log: Int64) {
-        let size = try? read(throughWriter: false) { session in
-            try (session as! PGSession).connection.execute("""
+        let size = try? withReadConnection { connection in
+            try connection.execute("""
                 SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = current_schema() AND c.relkind = 'r'
                 """).int64(0, 0) ?? 0
