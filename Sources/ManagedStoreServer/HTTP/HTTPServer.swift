@@ -72,7 +72,7 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_OPTION.END.rawValue,
         ]
         daemon = withVaList(options) { arguments in
-            MHD_start_daemon_va(UInt32(flags), 0, nil, nil, mhdAccessHandler, context, arguments)
+            MHD_start_daemon_va(UInt32(flags), 0, mhdAcceptPolicy, context, mhdAccessHandler, context, arguments)
         }
         guard daemon != nil else {
             close(listenSocket)
@@ -82,19 +82,19 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: Stopping
 
-    /// Stops accepting connections. Requests already received are still answered; new
-    /// requests on open connections are answered 503 (with `Connection: close`).
+    /// Stops accepting connections: a new connection is closed as soon as it is accepted.
+    /// Requests already received are still answered; new requests on open connections are
+    /// answered 503 (with `Connection: close`).
     public func stopAccepting() {
         lock.lock()
         defer { lock.unlock() }
         guard !stopping else { return }
+        // From here the accept policy closes every new connection as soon as MHD accepts it;
+        // MHD_stop_daemon closes the listening socket. MHD_quiesce_daemon is not used: with
+        // epoll and a thread pool it races its own workers over removing the listening socket
+        // from their epoll sets, and aborts the process when it loses (MHD_epoll's unguarded
+        // MHD_PANIC in 0.9.75; CI died of it once).
         stopping = true
-        guard let daemon else { return }
-        // Quiescing hands the listening socket back (MHD would otherwise close it in
-        // MHD_stop_daemon); closing it here refuses new connections at once.
-        let socket = MHD_quiesce_daemon(daemon)
-        if socket >= 0 { close(socket) }
-        listenSocket = -1
     }
 
     /// Stops the server: no new connections, then waits until `deadline` for every request

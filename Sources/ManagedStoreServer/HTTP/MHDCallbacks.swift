@@ -134,6 +134,13 @@ private func mhdStreamBody(_ connection: OpaquePointer, state: RequestState, str
     return mhdAnswer(connection, stream.finish(), state: state, server: server)
 }
 
+/// Decides whether a connection MHD has just accepted is served: not once the server stops
+/// accepting. (MHD closes a refused connection at once; the client sees it closed, and retries.)
+func mhdAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
+    guard let cls else { return .NO }
+    return Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().isStopping ? .NO : .YES
+}
+
 /// Releases a request's state once MHD is done with it (sent, failed or timed out).
 func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
                          _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode) {
