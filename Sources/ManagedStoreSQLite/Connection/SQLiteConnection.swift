@@ -17,8 +17,11 @@ final class SQLiteConnection {
     private(set) var storeIdentifier: UUID!
     /// The tables of the model's entities, and their statements.
     private(set) var schema: SQLiteSchema!
-    private var statementCache: [String: SQLiteStatement] = [:]
-    private var preparedCache: [ObjectIdentifier: (sql: PreparedSQL, statement: SQLiteStatement)] = [:]
+    // A connection is used by one thread at a time, and each access to a cache is a single
+    // lookup or insertion that calls nothing back: accesses cannot overlap, so exclusivity
+    // goes unchecked (the runtime check was on every statement's path).
+    @exclusivity(unchecked) private var statementCache: [String: SQLiteStatement] = [:]
+    @exclusivity(unchecked) private var preparedCache: [ObjectIdentifier: (sql: PreparedSQL, statement: SQLiteStatement)] = [:]
 
     /// Makes the connection one of a store's: its reads compile against `model`.
     func belong(to model: ManagedObjectModel, schema: SQLiteSchema, storeIdentifier: UUID) {

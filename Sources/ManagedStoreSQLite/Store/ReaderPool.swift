@@ -31,7 +31,8 @@ final class ReaderPool: @unchecked Sendable {
         /// nil for an in-memory store: reads go through the writer.
         let connection: SQLiteConnection?
         /// The commit count when its open read transaction began; nil when none is open.
-        var snapshotCommit: Int?
+        /// Unchecked exclusivity: only its one borrower, or the pool under its lock, touches it.
+        @exclusivity(unchecked) var snapshotCommit: Int?
 
         init(number: Int, connection: SQLiteConnection?) {
             self.number = number
@@ -39,10 +40,12 @@ final class ReaderPool: @unchecked Sendable {
         }
     }
 
-    private var idle: [Reader]
+    // Both only under `condition`'s lock, in plain accesses that call nothing back: they cannot
+    // overlap, so exclusivity goes unchecked (the runtime check was on every read's path).
+    @exclusivity(unchecked) private var idle: [Reader]
     private let condition = NSCondition()
     /// How long loans waited for a reader (0 for those that found one idle), in seconds.
-    private var waits = Histogram(bounds: Histogram.latencyBounds)
+    @exclusivity(unchecked) private var waits = Histogram(bounds: Histogram.latencyBounds)
 
     init(_ connections: [SQLiteConnection?]) {
         self.idle = connections.enumerated().map { Reader(number: $0.offset, connection: $0.element) }

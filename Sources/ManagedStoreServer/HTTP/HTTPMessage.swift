@@ -137,7 +137,9 @@ public enum HTTPHandlerOutcome: Sendable {
 /// on the connection's libmicrohttpd thread (a suspended request is resumed under the server's
 /// lock before that thread reads anything), never from two threads at once.
 public final class RequestNotes: @unchecked Sendable {
-    public var tokenName: String?
+    // Written once by the handler and read once by the log, never at once (unchecked
+    // exclusivity: the runtime check cost more than the access).
+    @exclusivity(unchecked) public var tokenName: String?
     public init() {}
 }
 

@@ -8,19 +8,23 @@ import Foundation
 /// the connection is suspended MHD makes no callback for it, and only the thread that answers
 /// (through `DeferredResponse`, once) writes `response`, before `MHD_resume_connection`, whose
 /// lock publishes the write to the MHD thread that sends it. One thread at a time, always.
+///
+/// The parts every request reads are `@exclusivity(unchecked)`: each access is a plain read,
+/// append or assignment that calls nothing that could touch the same property, so no two
+/// accesses overlap, and the runtime check on each cost more than the access itself.
 final class RequestState: @unchecked Sendable {
     let method: String
     let path: String
-    var query: [(name: String, value: String)] = []
-    var headers: [(name: String, value: String)] = []
-    var body: [UInt8] = []
+    @exclusivity(unchecked) var query: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var headers: [(name: String, value: String)] = []
+    @exclusivity(unchecked) var body: [UInt8] = []
     /// Body bytes this request holds against the server's in-flight budget.
-    var reservedBodyBytes = 0
+    @exclusivity(unchecked) var reservedBodyBytes = 0
     /// When the first call for this request came: receiving its body has a time limit.
     let started = DispatchTime.now()
     /// Why the body is being discarded as it arrives, answered once it has ended.
     var refusal: Problem?
-    var response: HTTPResponse?
+    @exclusivity(unchecked) var response: HTTPResponse?
     /// Makes the answer of a suspended request, on the MHD thread that sends it, once the
     /// connection resumes (`DeferredResponse`); `response` then holds it.
     var makeResponse: (@Sendable () -> HTTPResponse)?
@@ -33,13 +37,13 @@ final class RequestState: @unchecked Sendable {
     /// The upload is paused for the body stream (only touched under the server's lock).
     var uploadPaused = false
     /// Set once the headers are in (`RequestID.pick`), then sent back on every answer.
-    var id = ""
+    @exclusivity(unchecked) var id = ""
     /// Set once the headers are in (`HTTPRequest.mediaType(in:)`).
-    var mediaType = ""
+    @exclusivity(unchecked) var mediaType = ""
     let notes = RequestNotes()
     /// What was queued as the answer: its status and body size (a stream counts as it sends).
-    var sentStatus: Int?
-    var sentBytes = 0
+    @exclusivity(unchecked) var sentStatus: Int?
+    @exclusivity(unchecked) var sentBytes = 0
     var sentStream: ResponseStream?
 
     init(method: String, path: String) {
