@@ -1,4 +1,3 @@
-import ManagedStoreCore
 
 /// Lightweight (inferred) migration [NSInferMappingModelAutomaticallyOption]: what opening a
 /// store made from one model (the source, recorded in the store) with another (the
@@ -14,19 +13,19 @@ import ManagedStoreCore
 /// relationship destination, inverse or cardinality, a property that changes kind, a required
 /// attribute or relationship added while objects exist.
 ///
-/// The plan is data: the steps for people (`MigrationPlan`), and the SQL-level work
-/// (`SchemaChanges`) that `SchemaChangeRunner` carries out, in the open's transaction.
-struct LightweightMigration {
+/// The plan is data: the steps for people (`MigrationPlan`), and the storage-level work
+/// (`SchemaChanges`) that each store's runner carries out, in the transaction that opens it.
+package struct LightweightMigration {
     /// The steps, in order.
-    let steps: [MigrationStep]
+    package let steps: [MigrationStep]
     /// Every change that cannot be inferred; the migration runs only when there is none.
-    let refusals: [String]
-    let changes: SchemaChanges
+    package let refusals: [String]
+    package let changes: SchemaChanges
 
     /// Plans the migration from `source` to `destination`. `data` reads the store the plan is
     /// for; without it nothing depends on data (every entity is taken to be empty), which only
     /// tests want: it lets a migration fail half way on the data instead of being refused.
-    init(from source: ManagedObjectModel, to destination: ManagedObjectModel, data: MigrationData?) throws(StoreError) {
+    package init(from source: ManagedObjectModel, to destination: ManagedObjectModel, data: (any MigrationDataSource)?) throws(StoreError) {
         var planner = MigrationPlanner(match: ModelCorrespondence(source: source, destination: destination), data: data)
         try planner.planEntities()
         try planner.planRelationships()
@@ -36,5 +35,5 @@ struct LightweightMigration {
         changes = planner.changes
     }
 
-    var plan: MigrationPlan { MigrationPlan(steps: steps) }
+    package var plan: MigrationPlan { MigrationPlan(steps: steps) }
 }

@@ -1,7 +1,6 @@
 // Uniqueness constraints and indexes in a lightweight migration: compared by their property
 // names, a new constraint checked against the stored data.
 
-import ManagedStoreCore
 
 extension MigrationPlanner {
     /// Compares the lists under the new property names: a list naming a removed property is gone.
@@ -42,7 +41,7 @@ extension MigrationPlanner {
     /// kept column, a column whose NULLs take the default, or a new attribute's default.
     private func duplicate(under constraint: [String], of entity: Entity, from old: Entity) throws(StoreError) -> String? {
         guard let data else { return nil }
-        var values: [MigrationData.Value] = []
+        var values: [MigrationValue] = []
         for name in constraint {
             guard let a = entity.attributeIndex(name) else { return nil }  // the model checker allows attributes only
             let attribute = entity.attributes[a]

@@ -4,7 +4,6 @@
 // (`ManagedObjectModel.storage`), so a rename can move a one-to-one's links to the other
 // table, or a many-to-many's to a join table of another name with its columns swapped.
 
-import ManagedStoreCore
 
 extension MigrationPlanner {
     mutating func planRelationships() throws(StoreError) {
@@ -125,7 +124,7 @@ extension MigrationPlanner {
         switch Self.links(first, second) {
         case let .foreignKey(holder, relationship):
             // A new entity's table is made with the column.
-            if match.sourceEntity(of: holder) != nil { changes.addColumns.append((holder.table, relationship.name, "INTEGER")) }
+            if match.sourceEntity(of: holder) != nil { changes.addColumns.append((holder.name, relationship.name, .key)) }
         case let .joinTable(table, _, _):
             changes.createJoinTables.append(table)
         }
@@ -139,7 +138,7 @@ extension MigrationPlanner {
         switch Self.links(first, second) {
         case let .foreignKey(holder, relationship):
             // A removed entity's table goes with the column.
-            if let entity = match.destinationEntity(of: holder) { changes.dropColumns.append((entity.table, relationship.name)) }
+            if let entity = match.destinationEntity(of: holder) { changes.dropColumns.append((entity.name, relationship.name)) }
         case let .joinTable(table, _, _):
             changes.dropJoinTables.append(table)
         }
@@ -154,13 +153,13 @@ extension MigrationPlanner {
         case let (.foreignKey(holder, relationship), .foreignKey(oldHolder, oldRelationship)):
             if continues(holder, relationship, oldHolder, oldRelationship) {
                 if oldRelationship.name != relationship.name {
-                    changes.renameColumns.append((holder.table, oldRelationship.name, relationship.name))
+                    changes.renameColumns.append((holder.name, oldRelationship.name, relationship.name))
                 }
             } else if let from = match.destinationEntity(of: oldHolder) {
                 steps.append(.moveLinks(entity: first.0.name, relationship: first.1.name, toTableOf: holder.name))
-                changes.addColumns.append((holder.table, relationship.name, "INTEGER"))
-                changes.fills.append(.links(table: holder.table, column: relationship.name, fromTable: from.table, fromColumn: oldRelationship.name))
-                changes.dropColumns.append((from.table, oldRelationship.name))
+                changes.addColumns.append((holder.name, relationship.name, .key))
+                changes.fills.append(.links(table: holder.name, column: relationship.name, fromTable: from.name, fromColumn: oldRelationship.name))
+                changes.dropColumns.append((from.name, oldRelationship.name))
             }
         case let (.joinTable(table, owner, ownerRelationship), .joinTable(oldTable, oldOwner, oldOwnerRelationship)):
             let sameOwner = continues(owner, ownerRelationship, oldOwner, oldOwnerRelationship)
@@ -181,19 +180,19 @@ extension MigrationPlanner {
     enum Links {
         /// In `relationship`'s column of `entity`'s table.
         case foreignKey(Entity, Relationship)
-        /// In the join table `table` (quoted), whose `a` column holds the keys of `entity`,
+        /// In the join table `table`, whose `a` column holds the keys of `entity`,
         /// the side of `relationship`.
         case joinTable(String, Entity, Relationship)
     }
 
     static func links(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) -> Links {
-        switch first.1.sql {
+        switch first.1.storage {
         case .foreignKey:
             return .foreignKey(first.0, first.1)
         case .inverseForeignKey:
             return .foreignKey(second.0, second.1)
-        case let .joinTable(table, ownColumn, _):
-            return ownColumn == "\"a\"" ? .joinTable(table, first.0, first.1) : .joinTable(table, second.0, second.1)
+        case let .joinTable(table, isFirstSide):
+            return isFirstSide ? .joinTable(table, first.0, first.1) : .joinTable(table, second.0, second.1)
         }
     }
 }

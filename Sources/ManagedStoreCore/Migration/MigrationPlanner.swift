@@ -1,17 +1,16 @@
-import ManagedStoreCore
 
 /// Builds a `LightweightMigration`: entities and attributes here, uniqueness constraints and
 /// indexes in MigrationPlanner+Constraints.swift, relationships in MigrationPlanner+Relationships.swift.
 struct MigrationPlanner {
     let match: ModelCorrespondence
-    let data: MigrationData?
+    let data: (any MigrationDataSource)?
     var steps: [MigrationStep] = []
     var refusals: [String] = []
     var changes = SchemaChanges()
     /// Object counts of source entities, by index: asked for by several checks.
     private var counts: [Int: Int] = [:]
 
-    init(match: ModelCorrespondence, data: MigrationData?) {
+    init(match: ModelCorrespondence, data: (any MigrationDataSource)?) {
         self.match = match
         self.data = data
     }
@@ -44,7 +43,7 @@ struct MigrationPlanner {
         // Removed entities first: their tables go before anything else takes their names.
         for old in source.schema where match.destinationEntity(of: old) == nil {
             steps.append(.removeEntity(old.name, objects: try objectCount(old)))
-            changes.dropTables.append((old.table, old.name))
+            changes.dropTables.append(old.name)
         }
         for entity in destination.schema {
             guard let old = match.sourceEntity(of: entity) else {
@@ -62,9 +61,8 @@ struct MigrationPlanner {
             // The indexes are made again whenever they would differ in any way (names follow
             // the entity, columns the properties): simpler than altering each, and SQLite
             // cannot drop or rename around a column an index still uses.
-            let oldIndexes = StoreSchema.indexes(old), newIndexes = StoreSchema.indexes(entity)
-            if oldIndexes.map(\.sql) != newIndexes.map(\.sql) {
-                changes.dropIndexes += oldIndexes.map(\.name)
+            if SchemaChanges.indexLayout(old) != SchemaChanges.indexLayout(entity) {
+                changes.dropIndexes.append(old)
                 changes.createIndexes.append(entity)
             }
         }
@@ -90,7 +88,7 @@ struct MigrationPlanner {
             }
             if was.name != attribute.name {
                 steps.append(.renameAttribute(entity: entity.name, from: was.name, to: attribute.name))
-                changes.renameColumns.append((entity.table, was.name, attribute.name))
+                changes.renameColumns.append((entity.name, was.name, attribute.name))
                 historyProperty(was.name, of: entity, becomes: attribute.name)
             }
             if was.isOptional && !attribute.isOptional {
@@ -103,7 +101,7 @@ struct MigrationPlanner {
         }
         for was in old.attributes where match.destinationPropertyName(was.name, of: old) == nil {
             steps.append(.removeAttribute(entity: entity.name, attribute: was.name))
-            changes.dropColumns.append((entity.table, was.name))
+            changes.dropColumns.append((entity.name, was.name))
             historyProperty(was.name, of: entity, becomes: nil)
         }
     }
@@ -118,10 +116,10 @@ struct MigrationPlanner {
         }
         steps.append(.addAttribute(entity: entity.name, attribute: attribute.name, type: attribute.type,
                                    isOptional: attribute.isOptional, defaultValue: attribute.defaultValue))
-        changes.addColumns.append((entity.table, attribute.name, StoreSchema.columnType(attribute.type)))
+        changes.addColumns.append((entity.name, attribute.name, .attribute(attribute.type)))
         // Existing objects take the default, as Core Data's inferred mapping gives them.
         if !attribute.defaultValue.isNull {
-            changes.fills.append(.value(table: entity.table, column: attribute.name, value: attribute.defaultValue, onlyNulls: false))
+            changes.fills.append(.value(table: entity.name, column: attribute.name, value: attribute.defaultValue, onlyNulls: false))
         }
     }
 
@@ -135,7 +133,7 @@ struct MigrationPlanner {
         }
         steps.append(.makeAttributeRequired(entity: entity.name, attribute: attribute.name, defaultValue: attribute.defaultValue, filled: empty))
         if !attribute.defaultValue.isNull {
-            changes.fills.append(.value(table: entity.table, column: attribute.name, value: attribute.defaultValue, onlyNulls: true))
+            changes.fills.append(.value(table: entity.name, column: attribute.name, value: attribute.defaultValue, onlyNulls: true))
         }
     }
 

@@ -1,4 +1,3 @@
-import ManagedStoreCore
 
 /// Which element of the model a store was made with (the source) each element of a new model
 /// (the destination) continues, as Core Data's inferred mapping decides it: an element

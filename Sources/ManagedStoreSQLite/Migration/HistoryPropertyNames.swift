@@ -22,8 +22,8 @@ struct HistoryPropertyNames {
                 s.bindText(entity, at: 1)
                 while try s.step() {
                     let properties = s.isNull(2) ? nil : s.text(2), previous = s.isNull(3) ? nil : s.text(3)
-                    let newProperties = properties.flatMap { Self.renamedArray($0, names) } ?? properties
-                    let newPrevious = previous.flatMap { Self.renamedObject($0, names) } ?? previous
+                    let newProperties = properties.flatMap { HistoryPropertyRenaming.renamedArray($0, names) } ?? properties
+                    let newPrevious = previous.flatMap { HistoryPropertyRenaming.renamedObject($0, names) } ?? previous
                     if newProperties != properties || newPrevious != previous {
                         changed.append((s.int64(0), s.int64(1), newProperties, newPrevious))
                     }
@@ -43,26 +43,4 @@ struct HistoryPropertyNames {
             }
         }
     }
-
-    /// The JSON object `text` with its members renamed; nil when none is (or it is not JSON).
-    static func renamedObject(_ text: String, _ names: [String: String?]) -> String? {
-        guard let members = parse(text)?.objectMembers, members.contains(where: { names[$0.0] != nil }) else { return nil }
-        let renamed: [(String, JSONValue)] = members.compactMap { name, value in
-            guard let rename = names[name] else { return (name, value) }
-            return rename.map { ($0, value) }
-        }
-        return JSONValue.object(renamed).serialized()
-    }
-
-    /// The JSON array of names `text` with its names renamed; nil when none is.
-    static func renamedArray(_ text: String, _ names: [String: String?]) -> String? {
-        guard let items = parse(text)?.arrayValue, items.contains(where: { $0.stringValue.map { names[$0] != nil } ?? false }) else { return nil }
-        let renamed: [JSONValue] = items.compactMap { item in
-            guard let name = item.stringValue, let rename = names[name] else { return item }
-            return rename.map(JSONValue.string)
-        }
-        return JSONValue.array(renamed).serialized()
-    }
-
-    private static func parse(_ text: String) -> JSONValue? { try? JSONParser(maxDepth: 8).parse(text) }
 }

@@ -1,37 +1,18 @@
 import ManagedStoreCore
 
-/// What a migration plan depends on in the stored data, read from the store as it is (tables
-/// and columns under the source model's names), in the transaction that opens it or in a
-/// read-only look: how many objects an entity has, how many lack a value, whether a new
-/// uniqueness constraint already holds.
-struct MigrationData {
+/// What a migration plan depends on in the stored data (`MigrationDataSource`), read from
+/// the SQLite store as it is, in the transaction that opens it or in a read-only look.
+struct SQLiteMigrationData: MigrationDataSource {
     let connection: SQLiteConnection
-
-    /// How a value of a column is found for a uniqueness check: the stored column, the column
-    /// with a default in place of NULL (an attribute that becomes required), or a constant
-    /// (a new attribute, which every existing object gets as its default).
-    enum Value {
-        case column(String, AttributeType)
-        case columnOrDefault(String, AttributeValue, AttributeType)
-        case constant(AttributeValue, AttributeType)
-
-        var type: AttributeType {
-            switch self {
-            case .column(_, let type), .columnOrDefault(_, _, let type), .constant(_, let type): return type
-            }
-        }
-    }
 
     func objectCount(_ entity: Entity) throws(StoreError) -> Int {
         Int(try connection.scalarInt("SELECT count(*) FROM \(entity.table)") ?? 0)
     }
 
-    /// The objects of `entity` whose column `column` is NULL.
     func nullCount(_ entity: Entity, column: String) throws(StoreError) -> Int {
         Int(try connection.scalarInt("SELECT count(*) FROM \(entity.table) WHERE \(quoteIdentifier(column)) IS NULL") ?? 0)
     }
 
-    /// The objects of `entity` whose to-one `relationship` holds no object.
     func missingLinkCount(_ entity: Entity, _ relationship: Relationship, model: ManagedObjectModel) throws(StoreError) -> Int {
         switch relationship.sql {
         case .foreignKey(let column):
@@ -45,10 +26,8 @@ struct MigrationData {
         }
     }
 
-    /// Values that more than one object of `entity` would share under a uniqueness constraint
-    /// made of `values`, and how many objects share them; nil when none do. As in SQLite's
-    /// unique index, objects with a NULL among the values never conflict.
-    func firstDuplicate(_ entity: Entity, _ values: [Value]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
+    /// As in SQLite's unique index, objects with a NULL among the values never conflict.
+    func firstDuplicate(_ entity: Entity, _ values: [MigrationValue]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
         var expressions: [String] = []
         var arguments: [AttributeValue] = []
         for value in values {

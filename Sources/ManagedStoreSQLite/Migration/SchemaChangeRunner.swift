@@ -1,6 +1,6 @@
 import ManagedStoreCore
 
-/// Carries out a lightweight migration's `SchemaChanges` on the writer's connection, inside
+/// Carries out a lightweight migration's `SchemaChanges` on SQLite, on the writer's connection, inside
 /// the transaction that opens the store: a failure at any step (a unique index the data
 /// breaks, say) rolls all of it back, and the file is as it was.
 ///
@@ -14,10 +14,12 @@ struct SchemaChangeRunner {
     let connection: SQLiteConnection
 
     func run(_ changes: SchemaChanges) throws(StoreError) {
-        for index in changes.dropIndexes { try connection.execute("DROP INDEX IF EXISTS \(index)") }
-        for table in changes.dropJoinTables { try connection.execute("DROP TABLE \(table)") }
-        for (table, entity) in changes.dropTables {
-            try connection.execute("DROP TABLE \(table)")
+        for entity in changes.dropIndexes {
+            for index in StoreSchema.indexes(entity) { try connection.execute("DROP INDEX IF EXISTS \(index.name)") }
+        }
+        for table in changes.dropJoinTables { try connection.execute("DROP TABLE \(quoteIdentifier(table))") }
+        for entity in changes.dropTables {
+            try connection.execute("DROP TABLE \(quoteIdentifier(entity))")
             // Its history goes too: the objects are gone, and an entity of the same name added
             // later must not read their changes as its own. Its `_sequence` row stays, so
             // such an entity never hands out a key that named one of them.
@@ -28,30 +30,34 @@ struct SchemaChangeRunner {
         var aside: [String: String] = [:]  // "table.column" of a column to drop -> its name until then
         for (i, (table, column)) in changes.dropColumns.enumerated() {
             let temporary = "_ms_drop_\(i)"
-            try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(column)) TO \(quoteIdentifier(temporary))")
+            try connection.execute("ALTER TABLE \(quoteIdentifier(table)) RENAME COLUMN \(quoteIdentifier(column)) TO \(quoteIdentifier(temporary))")
             aside["\(table).\(column)"] = temporary
         }
         for (i, (table, from, _)) in changes.renameColumns.enumerated() {
-            try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(from)) TO \(quoteIdentifier("_ms_rename_\(i)"))")
+            try connection.execute("ALTER TABLE \(quoteIdentifier(table)) RENAME COLUMN \(quoteIdentifier(from)) TO \(quoteIdentifier("_ms_rename_\(i)"))")
         }
         for (i, (table, _, to)) in changes.renameColumns.enumerated() {
-            try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier("_ms_rename_\(i)")) TO \(quoteIdentifier(to))")
+            try connection.execute("ALTER TABLE \(quoteIdentifier(table)) RENAME COLUMN \(quoteIdentifier("_ms_rename_\(i)")) TO \(quoteIdentifier(to))")
         }
-        for (table, column, type) in changes.addColumns {
-            try connection.execute("ALTER TABLE \(table) ADD COLUMN \(quoteIdentifier(column)) \(type)")
+        for (table, column, kind) in changes.addColumns {
+            let type = switch kind {
+            case .attribute(let type): StoreSchema.columnType(type)
+            case .key: "INTEGER"
+            }
+            try connection.execute("ALTER TABLE \(quoteIdentifier(table)) ADD COLUMN \(quoteIdentifier(column)) \(type)")
         }
         for entity in changes.createTables { try connection.execute(StoreSchema.createTable(entity, named: entity.table)) }
         for fill in changes.fills { try run(fill, aside: aside) }
         for (temporary, table) in movedJoinTables {
-            try connection.execute("ALTER TABLE \(temporary) RENAME TO \(table)")
-            try connection.execute(StoreSchema.createJoinTableIndex(table))
+            try connection.execute("ALTER TABLE \(temporary) RENAME TO \(quoteIdentifier(table))")
+            try connection.execute(StoreSchema.createJoinTableIndex(quoteIdentifier(table)))
         }
         for table in changes.createJoinTables {
-            try connection.execute(StoreSchema.createJoinTable(named: table))
-            try connection.execute(StoreSchema.createJoinTableIndex(table))
+            try connection.execute(StoreSchema.createJoinTable(named: quoteIdentifier(table)))
+            try connection.execute(StoreSchema.createJoinTableIndex(quoteIdentifier(table)))
         }
         for (table, column) in changes.dropColumns {
-            try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quoteIdentifier(aside["\(table).\(column)"] ?? column))")
+            try connection.execute("ALTER TABLE \(quoteIdentifier(table)) DROP COLUMN \(quoteIdentifier(aside["\(table).\(column)"] ?? column))")
         }
         for entity in changes.createIndexes {
             for statement in StoreSchema.createIndexes(entity) { try connection.execute(statement) }
@@ -65,15 +71,15 @@ struct SchemaChangeRunner {
     private func moveJoinTablesAside(_ moves: [(from: String, to: String, swapsColumns: Bool)]) throws(StoreError) -> [(String, String)] {
         var moved: [(String, String)] = []
         for (i, move) in moves.enumerated() {
-            let temporary = quoteIdentifier("_ms_join_\(i)")
+            let temporary = quoteIdentifier("_ms_join_\(i)"), from = quoteIdentifier(move.from)
             if move.swapsColumns {
                 try connection.execute(StoreSchema.createJoinTable(named: temporary))
-                try connection.execute("INSERT INTO \(temporary) (\"a\", \"b\") SELECT \"b\", \"a\" FROM \(move.from)")
-                try connection.execute("DROP TABLE \(move.from)")
+                try connection.execute("INSERT INTO \(temporary) (\"a\", \"b\") SELECT \"b\", \"a\" FROM \(from)")
+                try connection.execute("DROP TABLE \(from)")
             } else {
                 // The index keeps its name through a rename: it goes, and is made under the new one.
-                try connection.execute("DROP INDEX IF EXISTS \(StoreSchema.joinTableIndexName(move.from))")
-                try connection.execute("ALTER TABLE \(move.from) RENAME TO \(temporary)")
+                try connection.execute("DROP INDEX IF EXISTS \(StoreSchema.joinTableIndexName(from))")
+                try connection.execute("ALTER TABLE \(from) RENAME TO \(temporary)")
             }
             moved.append((temporary, move.to))
         }
@@ -106,14 +112,15 @@ struct SchemaChangeRunner {
         switch fill {
         case let .value(table, column, value, onlyNulls):
             let column = quoteIdentifier(column)
-            try run("UPDATE \(table) SET \(column) = ?" + (onlyNulls ? " WHERE \(column) IS NULL" : ""), [value])
+            try run("UPDATE \(quoteIdentifier(table)) SET \(column) = ?" + (onlyNulls ? " WHERE \(column) IS NULL" : ""), [value])
         case let .links(table, column, fromTable, fromColumn):
             // One-to-one: at most one row points at each object (max() picks one if a damaged
             // store had more). Inside the subquery the table is `d`, so `table` itself names
             // the outer row even when both sides are one entity.
             let from = quoteIdentifier(aside["\(fromTable).\(fromColumn)"] ?? fromColumn)
+            let table = quoteIdentifier(table)
             try connection.execute("UPDATE \(table) SET \(quoteIdentifier(column)) = "
-                                   + "(SELECT max(d.\"_pk\") FROM \(fromTable) AS d WHERE d.\(from) = \(table).\"_pk\")")
+                                   + "(SELECT max(d.\"_pk\") FROM \(quoteIdentifier(fromTable)) AS d WHERE d.\(from) = \(table).\"_pk\")")
         }
     }
 

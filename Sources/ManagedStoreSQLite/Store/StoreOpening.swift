@@ -59,7 +59,7 @@ enum StoreOpening {
         // The plan reads the data as it is stored. Stores that record their model are of
         // format 5 or later, whose tables and columns the reads rely on (format 6 only added
         // a table of its own, which the plan does not read).
-        let migration = try LightweightMigration(from: source, to: model, data: MigrationData(connection: connection))
+        let migration = try LightweightMigration(from: source, to: model, data: SQLiteMigrationData(connection: connection))
         guard migration.refusals.isEmpty else { throw .migrationNotInferable(migration.refusals) }
         return .open(uuid: uuid, format: format, source: source, migration: migration, recordsModel: true)
     }
