@@ -45,7 +45,7 @@ test-dictionary-store: deps
 # (scripts/postgres-cluster.sh), removed afterwards; what only that store has; and every HTTP
 # suite, its in-memory servers each on a schema of their own, with three servers over one
 # database (MultiServerTests).
-POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests
+POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|LightweightMigrationTests|MigrationRefusalTests
 test-postgres-store: deps
 	@dir=$$(mktemp -d /tmp/managedstore-pg.XXXXXX); \
 	trap './scripts/postgres-cluster.sh stop '"$$dir" EXIT; \

@@ -28,22 +28,7 @@ struct CheckCommand: ParsableCommand {
             throw storeOptions.fail(error)
         }
         for line in inspection.integrityCheck { print("integrity: \(line)") }
-        let named = "\(model.name) version \(model.version)"
-        var usable = true
-        switch inspection.migration {
-        case .success(let plan) where plan.isEmpty:
-            print("model: the store matches \(named)")
-        case .success(let plan):
-            print("model: the store (made with \(inspection.storeModelName)) would be migrated to \(named):")
-            for step in plan.steps { print("  \(step)") }
-        case .failure(.migrationNotInferable(let reasons)):
-            usable = false
-            print("model: the store (made with \(inspection.storeModelName)) cannot be migrated to \(named):")
-            for reason in reasons { print("  \(reason)") }
-        case .failure(let error):
-            usable = false
-            print("model: \(error)")
-        }
+        let usable = Self.printMigration(inspection.migration, from: inspection.storeModelName, to: model)
         print("history: " + Self.describe(inspection.history))
         if !inspection.isIntact || !usable { throw ExitCode(65) }
     }
@@ -51,20 +36,24 @@ struct CheckCommand: ParsableCommand {
     /// A PostgreSQL store: its own consistency checks, the model it was made with (it is opened
     /// only when that is this one) and its history, all read without writing.
     private func checkPostgres(_ model: ManagedObjectModel) throws {
-        let named = "\(model.name) version \(model.version)"
         let coordinator: PersistentStoreCoordinator
+        let plan: Result<MigrationPlan, StoreError>
         do throws(StoreError) {
-            coordinator = try storeOptions.openExisting(model)
-        } catch .migrationNotInferable(let reasons) {
-            print("model: the store cannot be used with \(named):")
-            for reason in reasons { print("  \(reason)") }
-            throw ExitCode(65)
+            // Opened with the model it records, a store changes nothing; what `model` would
+            // change is planned on its own, read-only.
+            let recorded = try PersistentStoreCoordinator.recordedModel(postgres: storeOptions.store)
+            coordinator = try storeOptions.openExisting(recorded)
+            do throws(StoreError) {
+                plan = .success(try PersistentStoreCoordinator.migrationPlan(for: model, postgres: storeOptions.store))
+            } catch {
+                plan = .failure(error)
+            }
         } catch {
             throw storeOptions.fail(error)
         }
         let problems = try coordinator.checkIntegrity()
         for line in problems.isEmpty ? ["ok"] : problems { print("integrity: \(line)") }
-        print("model: the store matches \(named)")
+        let usable = Self.printMigration(plan, from: "\(coordinator.model.name) version \(coordinator.model.version)", to: model)
         let transactions = try coordinator.historyTransactionCount()
         let oldest = try coordinator.oldestHistoryToken()
         let newest = try coordinator.lastHistoryToken()
@@ -72,7 +61,28 @@ struct CheckCommand: ParsableCommand {
         if transactions > 0 { history += ", tokens \(oldest.rawValue + 1) to \(newest.rawValue)" }
         if oldest.rawValue > 0 { history += ", pruned through token \(oldest.rawValue)" }
         print("history: " + history)
-        if !problems.isEmpty { throw ExitCode(65) }
+        if !problems.isEmpty || !usable { throw ExitCode(65) }
+    }
+
+    /// Prints whether the store (made with `storeModel`) matches `model`, or would be migrated
+    /// to it and how, or cannot be and why; returns whether it can be used with `model`.
+    static func printMigration(_ migration: Result<MigrationPlan, StoreError>, from storeModel: String, to model: ManagedObjectModel) -> Bool {
+        let named = "\(model.name) version \(model.version)"
+        switch migration {
+        case .success(let plan) where plan.isEmpty:
+            print("model: the store matches \(named)")
+        case .success(let plan):
+            print("model: the store (made with \(storeModel)) would be migrated to \(named):")
+            for step in plan.steps { print("  \(step)") }
+        case .failure(.migrationNotInferable(let reasons)):
+            print("model: the store (made with \(storeModel)) cannot be migrated to \(named):")
+            for reason in reasons { print("  \(reason)") }
+            return false
+        case .failure(let error):
+            print("model: \(error)")
+            return false
+        }
+        return true
     }
 
     static func describe(_ history: HistoryStatistics) -> String {

@@ -36,8 +36,8 @@ struct ExistingStoreOptions: ParsableArguments {
     /// The store as it may be shown: a PostgreSQL URI without its password.
     var shownStore: String { StoreDescription.redacted(store) }
 
-    /// Opens the store as it is: nothing is created, and a PostgreSQL store is not migrated
-    /// (it is opened only when it matches the model).
+    /// Opens the store: nothing is created; a store made from another model is migrated to
+    /// `model` (lightweight migration) or refused.
     func openExisting(_ model: ManagedObjectModel) throws(StoreError) -> PersistentStoreCoordinator {
         var description = StoreDescription.path(store, readerCount: 1)
         description.createsStoreIfMissing = false

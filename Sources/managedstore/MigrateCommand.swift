@@ -27,13 +27,14 @@ struct MigrateCommand: ParsableCommand {
         let model = try storeOptions.loadModelForExistingStore()
         let plan: MigrationPlan
         do throws(StoreError) {
-            if storeOptions.isPostgres {
-                // A PostgreSQL store opens only when it matches the model: there is nothing to
-                // migrate, or the reasons it cannot be are the error.
-                _ = try storeOptions.openExisting(model)
-                plan = MigrationPlan(steps: [])
+            if dryRun && storeOptions.isPostgres {
+                plan = try PersistentStoreCoordinator.migrationPlan(for: model, postgres: storeOptions.store)
             } else if dryRun {
                 plan = try PersistentStoreCoordinator.migrationPlan(for: model, store: storeOptions.store)
+            } else if storeOptions.isPostgres {
+                // Opening migrates, in one transaction, under the lock every server opening
+                // the database takes.
+                plan = try storeOptions.openExisting(model).appliedMigration
             } else {
                 // Opening migrates, in one transaction; the checkpoint leaves it all in the file.
                 let coordinator = try PersistentStoreCoordinator(model: model, store: .path(storeOptions.store, readerCount: 1))

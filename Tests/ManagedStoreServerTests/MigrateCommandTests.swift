@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ManagedStore
+import ManagedStoreTestSupport
 
 /// `managedstore migrate` and `managedstore check`, run as the built executable on a store
 /// file holding the task tracker's objects: what they print, their exit statuses, and that
@@ -148,5 +149,45 @@ struct MigrateCommandTests {
         #expect(try files.bytes == before)
         let check = try ServerProcess.run(["check", "--demo"], environment: ["MANAGEDSTORE_STORE": files.store])
         #expect(check.status == 0 && check.stdout.contains("the store matches Tracker version 1"), "\(check)")
+    }
+
+    @Test("on a PostgreSQL store: check and --dry-run say what migrate will do and change nothing; migrate does it, once",
+          .enabled(if: PostgresTestDatabase.isActive))
+    func postgres() throws {
+        let files = try Files()
+        let uri = try PostgresTestDatabase.freshURI()
+        var description = StoreDescription.inMemory
+        description.location = .postgres(uri)
+        let container = try PersistentContainer(model: .taskTracker(), store: description)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let task = context.insertNewObject(forEntityName: "Task")
+            task.setValue("Land", forKey: "title")
+            try context.save()
+        }
+        let before = try PostgresTestDatabase.contents(uri)
+        let check = try ServerProcess.run(["check", "--model", files.v2, "--store", uri])
+        #expect(check.status == 0, "\(check)")
+        #expect(check.stdout.contains("integrity: ok\nmodel: the store (made with Tracker version 1) would be migrated to Tracker version 2:\n"
+                                      + "  rename attribute Task.title -> Task.name\n"), "\(check.stdout)")
+        let refused = try ServerProcess.run(["check", "--model", try files.uninferable(), "--store", uri])
+        #expect(refused.status == 65 && refused.stdout.contains("cannot be migrated to Tracker version 2:\n  Task.estimate: type changed"), "\(refused)")
+        let dry = try ServerProcess.run(["migrate", "--model", files.v2, "--store", uri, "--dry-run"])
+        #expect(dry.status == 0 && dry.stdout == Self.steps, "\(dry)")
+        let failed = try ServerProcess.run(["migrate", "--model", try files.uninferable(), "--store", uri])
+        #expect(failed.status == 65 && failed.stderr.contains("Task.estimate: type changed"), "\(failed)")
+        #expect(try PostgresTestDatabase.contents(uri) == before)
+        let run = try ServerProcess.run(["migrate", "--model", files.v2, "--store", uri])
+        #expect(run.status == 0 && run.stdout == Self.steps, "\(run)")
+        let again = try ServerProcess.run(["migrate", "--model", files.v2, "--store", uri])
+        #expect(again.status == 0 && again.stdout == "the store already matches the model\n", "\(again)")
+        let matches = try ServerProcess.run(["check", "--model", files.v2, "--store", uri])
+        #expect(matches.status == 0 && matches.stdout.contains("model: the store matches Tracker version 2"), "\(matches)")
+        let model = try ManagedObjectModel(jsonData: [UInt8](Data(contentsOf: URL(fileURLWithPath: files.v2))))
+        let migrated = try PersistentContainer(model: model, store: description)
+        let found = try migrated.viewContext.performAndWait {
+            try migrated.viewContext.count(for: FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "name == %@ AND notes == nil", "Land")))
+        }
+        #expect(found == 1)
     }
 }

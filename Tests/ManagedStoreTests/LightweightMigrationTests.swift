@@ -13,12 +13,12 @@ struct LightweightMigrationTests {
 
     /// Opens the fixture store with `model`, expecting the plan `steps` (as printed), checks the
     /// store and its schema, and returns the container.
-    func migrate(_ store: TemporaryStore, to model: ManagedObjectModel, expecting steps: [String],
+    func migrate(_ store: MigrationStore, to model: ManagedObjectModel, expecting steps: [String],
                  sourceLocation: SourceLocation = #_sourceLocation) throws -> PersistentContainer {
-        let container = try PersistentContainer(model: model, store: .sqlite(store.url))
+        let container = try PersistentContainer(model: model, store: store.description)
         #expect(container.coordinator.appliedMigration.steps.map(\.description) == steps, sourceLocation: sourceLocation)
         try F.expectIntact(container, sourceLocation: sourceLocation)
-        try F.expectSchema(store.url, as: model, sourceLocation: sourceLocation)
+        try F.expectSchema(store, as: model, sourceLocation: sourceLocation)
         return container
     }
 
@@ -91,7 +91,7 @@ struct LightweightMigrationTests {
         #expect(update.updatedProperties == ["name", "level", "note"])
         #expect(update.previousValues["name"] == .attribute(.string("Launch")))
         // The next version, which keeps the identifier, matches: no migration, nothing to do.
-        #expect(try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path).isEmpty)
+        #expect(try store.plan(for: v2).isEmpty)
     }
 
     @Test("two attributes swap names through renamingIdentifier; stock sqlite3 finds the file sound")
@@ -110,7 +110,7 @@ struct LightweightMigrationTests {
         let context = container.newBackgroundContext()
         let launch = try F.object(context, "Task", "note", "Launch!")
         #expect(context.performAndWait { launch.value("title", as: String.self) } == "go now")
-        if StockSQLite.isInstalled {
+        if !store.isPostgres, StockSQLite.isInstalled {
             let check = try StockSQLite.run(store.url, "PRAGMA integrity_check")
             #expect(check.lines == ["ok"], "\(check.stderr)")
         }
@@ -141,7 +141,7 @@ struct LightweightMigrationTests {
     func rulesOnly() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let before = try F.schema(store.url)
+        let before = try store.schema()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") { $0.attributes[1].maxValue = .integer(10) }
             entities = F.changing(entities, "Tag") { $0.relationships[0].deleteRule = .deny }
@@ -150,11 +150,11 @@ struct LightweightMigrationTests {
             "change the rules of Task.priority (max): nothing stored changes",
             "change the rules of Tag.tasks (deleteRule): nothing stored changes",
         ])
-        #expect(try F.schema(store.url) == before)
-        #expect(try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path).isEmpty)
+        #expect(try store.schema() == before)
+        #expect(try store.plan(for: v2).isEmpty)
         // Only the version number changed: the model is recorded all the same.
         let v3 = try F.model(v2.entities, version: 3)
-        #expect(try PersistentStoreCoordinator.migrationPlan(for: v3, store: store.url.path).steps == [.recordModel(name: "Space", version: 3)])
+        #expect(try store.plan(for: v3).steps == [.recordModel(name: "Space", version: 3)])
     }
 
     @Test("entities added and removed: the removed one's table, links and history go; the others keep theirs")
@@ -200,8 +200,8 @@ struct LightweightMigrationTests {
         return counts
     }
 
-    static func historyCounts(_ store: TemporaryStore) throws -> [String: Int] {
-        try historyCounts(PersistentContainer(model: F.model(), store: .sqlite(store.url)))
+    static func historyCounts(_ store: MigrationStore) throws -> [String: Int] {
+        try historyCounts(PersistentContainer(model: F.model(), store: store.description))
     }
 
     @Test("a renamed entity keeps its objects, links, history and key sequence; its join table changes sides")
@@ -238,7 +238,7 @@ struct LightweightMigrationTests {
             entities = F.changing(entities, "Task") { $0.relationships[1].destination = "Label" }
         }
         let container = try migrate(store, to: v2, expecting: ["rename entity Tag -> Label"])
-        #expect(try F.schema(store.url).contains { $0.hasPrefix("_join_Label_tasks.a ") })
+        #expect(try store.schema().contains { $0.hasPrefix("_join_Label_tasks.a ") })
         let context = container.newBackgroundContext()
         #expect(try F.objects(context, "Task", "ANY tags.label == \"urgent\"").count == 2)
         #expect(try F.objects(context, "Label", "tasks.@count == 2").count == 1)

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
+@testable import ManagedStorePostgreSQL
 @testable import ManagedStoreSQLite
+import ManagedStoreTestSupport
 
 /// A store made with a first model version and filled with objects, links and history, closed,
 /// for a migration test to open with the next version: what lightweight migration meets in use.
@@ -61,9 +63,9 @@ enum MigrationFixture {
     /// tasks Launch (Apollo, tagged urgent, priority 3 after an update that also changed its
     /// title and note), Land (Apollo, urgent and moon, no note), Orbit (Gemini, estimate 3.5)
     /// and Drift (no project); Ada with passport P1, Bob without one, passport P2 without owner.
-    static func makeStore() throws -> TemporaryStore {
-        let store = TemporaryStore()
-        let container = try PersistentContainer(model: try model(), store: .sqlite(store.url))
+    static func makeStore() throws -> MigrationStore {
+        let store = try MigrationStore()
+        let container = try PersistentContainer(model: try model(), store: store.description)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             func insert(_ entity: String, _ values: [String: AttributeValue]) -> ManagedObject {
@@ -117,9 +119,60 @@ enum MigrationFixture {
         #expect(try container.coordinator.checkIntegrity() == [], sourceLocation: sourceLocation)
     }
 
-    /// The schema of the store file at `url` as lines: each table's columns with their types
-    /// (in name order: a migration adds columns at the end), each index's definition.
-    static func schema(_ url: URL) throws -> [String] {
+    /// Checks that the migrated `store` has the schema a new store of `model` gets.
+    static func expectSchema(_ store: MigrationStore, as model: ManagedObjectModel, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let fresh = try MigrationStore()
+        _ = try PersistentStoreCoordinator(model: model, store: fresh.description)
+        #expect(try store.schema() == fresh.schema(), sourceLocation: sourceLocation)
+    }
+}
+
+/// The store a migration test works on: a file (the SQLite store), or on PostgreSQL runs
+/// (`make test-postgres-store`) a schema of its own in the test database.
+final class MigrationStore {
+    let file: TemporaryStore
+    let postgresURI: String?
+
+    init() throws {
+        file = TemporaryStore()
+        postgresURI = PostgresTestDatabase.isActive ? try PostgresTestDatabase.freshURI() : nil
+    }
+
+    var isPostgres: Bool { postgresURI != nil }
+    /// The SQLite file (for what only a file has).
+    var url: URL { file.url }
+
+    var description: StoreDescription {
+        guard let postgresURI else { return .sqlite(url) }
+        var description = StoreDescription.sqlite(url)
+        description.location = .postgres(postgresURI)
+        return description
+    }
+
+    /// What opening the store with `model` would migrate (`migrate --dry-run`).
+    func plan(for model: ManagedObjectModel) throws -> MigrationPlan {
+        if let postgresURI { return try PersistentStoreCoordinator.migrationPlan(for: model, postgres: postgresURI) }
+        return try PersistentStoreCoordinator.migrationPlan(for: model, store: url.path)
+    }
+
+    /// The store's schema as lines: each table's columns with their types (in name order: a
+    /// migration adds columns at the end), each index's definition (PostgreSQL: without the
+    /// names it makes up itself, and with the names of uniqueness constraints).
+    func schema() throws -> [String] {
+        if let postgresURI { return try PostgresTestDatabase.schema(postgresURI) }
+        return try Self.sqliteSchema(url)
+    }
+
+    /// Everything the store holds, to compare before and after something that must not change
+    /// it: the file's bytes (no committed change waiting in its WAL), or every table's rows.
+    func snapshot(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+        if let postgresURI { return try PostgresTestDatabase.contents(postgresURI) }
+        let wal = (try? FileManager.default.attributesOfItem(atPath: url.path + "-wal"))?[.size] as? Int ?? 0
+        #expect(wal == 0, "the store's WAL holds \(wal) bytes", sourceLocation: sourceLocation)
+        return [try Data(contentsOf: url).base64EncodedString()]
+    }
+
+    private static func sqliteSchema(_ url: URL) throws -> [String] {
         let connection = try SQLiteConnection(path: url.path)
         var lines: [String] = []
         let tables = try connection.withStatement("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name") { s throws(StoreError) in
@@ -137,22 +190,5 @@ enum MigrationFixture {
             while try s.step() { lines.append("\(s.text(0)): \(s.text(1))") }
         }
         return lines
-    }
-
-    /// Checks that the migrated store at `url` has the schema a new store of `model` gets.
-    static func expectSchema(_ url: URL, as model: ManagedObjectModel, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let fresh = TemporaryStore()
-        defer { withExtendedLifetime(fresh) {} }
-        _ = try PersistentStoreCoordinator(model: model, store: .sqlite(fresh.url))
-        #expect(try schema(url) == schema(fresh.url), sourceLocation: sourceLocation)
-    }
-
-    /// The bytes of the store file, checking that no committed change waits in its WAL (a
-    /// closed store's is folded in and gone; a reader may leave an empty one): so equal bytes
-    /// mean an equal store.
-    static func bytes(_ store: TemporaryStore, sourceLocation: SourceLocation = #_sourceLocation) throws -> Data {
-        let wal = (try? FileManager.default.attributesOfItem(atPath: store.url.path + "-wal"))?[.size] as? Int ?? 0
-        #expect(wal == 0, "the store's WAL holds \(wal) bytes", sourceLocation: sourceLocation)
-        return try Data(contentsOf: store.url)
     }
 }

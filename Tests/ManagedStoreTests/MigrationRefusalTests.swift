@@ -3,6 +3,8 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+@testable import ManagedStorePostgreSQL
+import ManagedStoreTestSupport
 
 /// What lightweight migration refuses, and that a refused or failed migration leaves the store
 /// file exactly as it was; the dry run; stores that do not record their model.
@@ -11,9 +13,9 @@ struct MigrationRefusalTests {
     typealias F = MigrationFixture
 
     /// Opening `store` with `model` throws `migrationNotInferable`; its reasons.
-    func refusals(_ store: TemporaryStore, _ model: ManagedObjectModel, sourceLocation: SourceLocation = #_sourceLocation) -> [String] {
+    func refusals(_ store: MigrationStore, _ model: ManagedObjectModel, sourceLocation: SourceLocation = #_sourceLocation) -> [String] {
         do {
-            _ = try PersistentStoreCoordinator(model: model, store: .sqlite(store.url))
+            _ = try PersistentStoreCoordinator(model: model, store: store.description)
             Issue.record("the migration was not refused", sourceLocation: sourceLocation)
             return []
         } catch {
@@ -27,8 +29,8 @@ struct MigrationRefusalTests {
     }
 
     /// The fixture's data, read with version 1: the store still works as it did.
-    func expectVersion1Data(_ store: TemporaryStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let container = try PersistentContainer(model: try F.model(), store: .sqlite(store.url))
+    func expectVersion1Data(_ store: MigrationStore, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let container = try PersistentContainer(model: try F.model(), store: store.description)
         #expect(container.coordinator.appliedMigration.isEmpty, sourceLocation: sourceLocation)
         let context = container.newBackgroundContext()
         #expect(try F.objects(context, "Task", "priority == 3 AND title == \"Launch!\"").count == 1, sourceLocation: sourceLocation)
@@ -40,7 +42,7 @@ struct MigrationRefusalTests {
     func typeChangeRefused() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
+        let before = try store.snapshot()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") {
                 $0.attributes[1] = AttributeDescription(name: "priority", type: .string)
@@ -60,7 +62,7 @@ struct MigrationRefusalTests {
         #expect(reasons.contains("Person.name: was the relationship Person.passport, now an attribute, which cannot be inferred"))
         #expect(reasons.contains("Passport.owner: inverse Person.passport is a new relationship, not the old one of that name, which cannot be inferred"))
         #expect(reasons.count == 6, "\(reasons)")
-        #expect(try F.bytes(store) == bytes)
+        #expect(try store.snapshot() == before)
         try expectVersion1Data(store)
     }
 
@@ -115,14 +117,14 @@ struct MigrationRefusalTests {
     func violatedConstraintRefused() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
+        let before = try store.snapshot()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") { $0.uniquenessConstraints = [["priority"]] }
         }
         #expect(refusals(store, v2) == ["Task: uniqueness constraint (priority) cannot be added: 2 objects share priority = 0"])
-        #expect(try F.bytes(store) == bytes)
+        #expect(try store.snapshot() == before)
         #expect {
-            _ = try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path)
+            _ = try store.plan(for: v2)
         } throws: { error in
             (error as? StoreError) == .migrationNotInferable(["Task: uniqueness constraint (priority) cannot be added: 2 objects share priority = 0"])
         }
@@ -141,7 +143,7 @@ struct MigrationRefusalTests {
     func failureHalfWay() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
+        let before = try store.snapshot()
         let v1 = try F.model()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") {
@@ -160,7 +162,19 @@ struct MigrationRefusalTests {
         // must undo them all.
         let migration = try LightweightMigration(from: v1, to: v2, data: nil)
         #expect(migration.refusals.isEmpty)
-        do {
+        if let uri = store.postgresURI {
+            // PostgreSQL's DDL is transactional: the runner's transaction undoes the renames too.
+            let connection = try PGConnection(PostgresLocation(uri))
+            _ = try connection.execute("BEGIN")
+            #expect {
+                try PGSchemaChangeRunner(connection: connection, schema: PGSchema(model: v2)).run(migration.changes)
+            } throws: { error in
+                guard case let .engine(code, _, _)? = error as? StoreError else { return false }
+                return code == PGSQLState.code("23505")  // unique_violation
+            }
+            _ = try connection.execute("ROLLBACK")
+            #expect(try connection.execute("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename IN ('Job', 'Task')").text(0, 0) == "1")
+        } else {
             let connection = try SQLiteConnection(path: store.url.path)
             try connection.execute("PRAGMA journal_mode = WAL")
             #expect {
@@ -171,7 +185,7 @@ struct MigrationRefusalTests {
             }
             #expect(try connection.scalarInt("SELECT count(*) FROM sqlite_master WHERE name IN ('Job', 'Task')") == 1)
         }
-        #expect(try F.bytes(store) == bytes)
+        #expect(try store.snapshot() == before)
         try expectVersion1Data(store)
     }
 
@@ -179,21 +193,29 @@ struct MigrationRefusalTests {
     func dryRun() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
+        let before = try store.snapshot()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") {
                 $0.attributes.append(AttributeDescription(name: "done", type: .boolean, defaultValue: .boolean(false)))
                 $0.indexes.append(["done", "priority"])
             }
         }
-        let plan = try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path)
+        let plan = try store.plan(for: v2)
         #expect(plan.description == "add attribute Task.done (boolean, optional, default false)\nadd index Task(done, priority)")
         #expect(!plan.isEmpty)
-        #expect(try F.bytes(store) == bytes)
-        #expect(try PersistentStoreCoordinator.migrationPlan(for: F.model(), store: store.url.path).isEmpty)
-        let container = try PersistentContainer(model: v2, store: .sqlite(store.url))
+        #expect(try store.snapshot() == before)
+        #expect(try store.plan(for: F.model()).isEmpty)
+        let container = try PersistentContainer(model: v2, store: store.description)
         #expect(container.coordinator.appliedMigration == plan)
-        #expect(try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path).isEmpty)
+        #expect(try store.plan(for: v2).isEmpty)
+        guard !store.isPostgres else {
+            // A database without the store's tables: nothing to migrate, and nothing made.
+            let empty = try PostgresTestDatabase.freshURI()
+            #expect(throws: StoreError.notAManagedStore(path: PostgresLocation(empty).redacted)) {
+                _ = try PersistentStoreCoordinator.migrationPlan(for: v2, postgres: empty)
+            }
+            return
+        }
         #expect {
             _ = try PersistentStoreCoordinator.migrationPlan(for: v2, store: store.url.path + ".missing")
         } throws: { error in
@@ -202,7 +224,7 @@ struct MigrationRefusalTests {
         }
     }
 
-    @Test("a store that does not record its model is refused with another model, and learns it when opened with its own")
+    @Test("a store that does not record its model is refused with another model, and learns it when opened with its own", .enabled(if: !PostgresTestDatabase.isActive, "a store file only: the PostgreSQL store always records its model, and `check` inspects it"))
     func storeWithoutModelJSON() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
@@ -214,13 +236,13 @@ struct MigrationRefusalTests {
             entities = F.changing(entities, "Tag") { $0.attributes.append(AttributeDescription(name: "color", type: .string)) }
         }
         #expect {
-            _ = try PersistentStoreCoordinator(model: v2, store: .sqlite(store.url))
+            _ = try PersistentStoreCoordinator(model: v2, store: store.description)
         } throws: { error in
             guard case .modelMismatch(_, _, _, .modelNotRecorded)? = error as? StoreError else { return false }
             return "\(error)".contains("does not record its model")
         }
-        _ = try PersistentStoreCoordinator(model: F.model(), store: .sqlite(store.url))
-        let container = try PersistentContainer(model: v2, store: .sqlite(store.url))
+        _ = try PersistentStoreCoordinator(model: F.model(), store: store.description)
+        let container = try PersistentContainer(model: v2, store: store.description)
         #expect(container.coordinator.appliedMigration.steps == [
             .addAttribute(entity: "Tag", attribute: "color", type: .string, isOptional: true, defaultValue: .null)])
     }
@@ -229,8 +251,8 @@ struct MigrationRefusalTests {
     func migrationOff() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
-        var description = StoreDescription.sqlite(store.url)
+        let before = try store.snapshot()
+        var description = store.description
         description.shouldInferMappingModelAutomatically = false
         let v2 = try F.version2 { _ in }
         #expect {
@@ -239,14 +261,14 @@ struct MigrationRefusalTests {
             guard case .modelMismatch(_, _, _, .migrationOff)? = error as? StoreError else { return false }
             return true
         }
-        #expect(try F.bytes(store) == bytes)
+        #expect(try store.snapshot() == before)
     }
 
-    @Test("inspecting a store reads its integrity, model match and history without writing")
+    @Test("inspecting a store reads its integrity, model match and history without writing", .enabled(if: !PostgresTestDatabase.isActive, "a store file only: the PostgreSQL store always records its model, and `check` inspects it"))
     func inspect() throws {
         let store = try F.makeStore()
         defer { withExtendedLifetime(store) {} }
-        let bytes = try F.bytes(store)
+        let before = try store.snapshot()
         let v2 = try F.version2 { entities in
             entities = F.changing(entities, "Task") { $0.attributes[1] = AttributeDescription(name: "priority", type: .string) }
         }
@@ -261,6 +283,6 @@ struct MigrationRefusalTests {
         }
         #expect(reasons == ["Task.priority: type changed from integer64 to string, which cannot be inferred"])
         #expect(try PersistentStoreCoordinator.inspectStore(at: store.url.path, model: F.model()).migration == .success(MigrationPlan(steps: [])))
-        #expect(try F.bytes(store) == bytes)
+        #expect(try store.snapshot() == before)
     }
 }

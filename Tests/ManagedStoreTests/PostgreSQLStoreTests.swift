@@ -86,7 +86,7 @@ struct PostgreSQLStoreTests {
         #expect(stored == 0)
     }
 
-    @Test("opening the store again finds it; another model is refused", .enabled(if: TestStore.isPostgres))
+    @Test("opening the store again finds it; a model it cannot be migrated to is refused, and so is any other with migration off", .enabled(if: TestStore.isPostgres))
     func reopen() throws {
         let description = try TestStore.freshPostgresStore(base: .inMemory)
         let first = try PersistentContainer(model: Fixtures.tracker, store: description)
@@ -95,8 +95,51 @@ struct PostgreSQLStoreTests {
         #expect(again.coordinator.store.identifier == first.coordinator.store.identifier)
         let name = try again.viewContext.performAndWait { try again.viewContext.existingObject(with: projectID).value("name", as: String.self) }
         #expect(name == "Kept")
-        #expect(throws: StoreError.self) { _ = try PersistentContainer(model: Self.valuesModel, store: description) }
+        let retyped = try ManagedObjectModel(name: "Tracker", version: 2, entities: ManagedObjectModel.taskTracker().entities.map { entity in
+            guard entity.name == "Task" else { return entity }
+            var task = entity
+            task.attributes[0].type = .integer64  // title, a string
+            return task
+        })
+        #expect(throws: StoreError.migrationNotInferable(["Task.title: type changed from string to integer64, which cannot be inferred"])) {
+            _ = try PersistentContainer(model: retyped, store: description)
+        }
+        var noMigration = description
+        noMigration.shouldInferMappingModelAutomatically = false
+        #expect {
+            _ = try PersistentContainer(model: Self.valuesModel, store: noMigration)
+        } throws: { error in
+            guard case .modelMismatch(_, _, _, .migrationOff)? = error as? StoreError else { return false }
+            return true
+        }
         #expect(try first.coordinator.store.checkIntegrity().isEmpty)
+    }
+
+    @Test("servers opening a store with a new model at once: one migrates it, the others wait and find it migrated", .enabled(if: TestStore.isPostgres))
+    func oneServerMigrates() async throws {
+        let description = try TestStore.freshPostgresStore(base: .inMemory)
+        let first = try PersistentContainer(model: Fixtures.tracker, store: description)
+        let (projectID, _) = try Fixtures.seedProject(first.viewContext, name: "Kept", taskTitles: ["a", "b"])
+        let v2 = try ManagedObjectModel(name: "Tracker", version: 2, entities: ManagedObjectModel.taskTracker().entities.map { entity in
+            guard entity.name == "Project" else { return entity }
+            var project = entity
+            project.attributes.append(AttributeDescription(name: "budget", type: .decimal, defaultValue: .decimal(Decimal(string: "100.25")!)))
+            return project
+        })
+        let steps = try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<3 {
+                group.addTask { try PersistentStoreCoordinator(model: v2, store: description).appliedMigration.steps.map(\.description) }
+            }
+            return try await group.reduce(into: [[String]]()) { $0.append($1) }
+        }
+        #expect(steps.filter { !$0.isEmpty } == [[#"add attribute Project.budget (decimal, optional, default "100.25")"#]])
+        let after = try PersistentContainer(model: v2, store: description)
+        let budget = try after.viewContext.performAndWait {
+            // The store keeps its identifier through a migration: its object IDs stay valid.
+            try after.viewContext.existingObject(with: projectID).value("budget", as: Decimal.self)
+        }
+        #expect(budget == Decimal(string: "100.25"))
+        #expect(try after.coordinator.store.checkIntegrity().isEmpty)
     }
 
     @Test("a save based on a version another server changed is a conflict, and the store keeps the other's write", .enabled(if: TestStore.isPostgres))

@@ -36,4 +36,18 @@ package struct LightweightMigration {
     }
 
     package var plan: MigrationPlan { MigrationPlan(steps: steps) }
+
+    /// The model a store records, which must be the one its hash names.
+    package static func recordedModel(_ json: String, hash: String) throws(StoreError) -> ManagedObjectModel {
+        let model: ManagedObjectModel
+        do {
+            model = try ManagedObjectModel(jsonData: Array(json.utf8))
+        } catch {
+            throw .migrationNotInferable(["the model recorded in the store cannot be read: \(error)"])
+        }
+        guard model.versionHash == hash else {
+            throw .migrationNotInferable(["the model recorded in the store (hash \(model.versionHash)) is not the one its hash names (\(hash))"])
+        }
+        return model
+    }
 }

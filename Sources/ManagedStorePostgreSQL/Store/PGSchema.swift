@@ -89,32 +89,46 @@ struct PGSchema {
             "CREATE INDEX ON _managedstore_idempotency (seq)",
         ]
         for table in tables {
-            let entity = table.entity
-            var columns = ["_pk bigint PRIMARY KEY", "_version bigint NOT NULL"]
-            for (i, attribute) in entity.attributes.enumerated() {
-                columns.append("\(table.attributeColumns[i]) \(PGValues.columnType(attribute.type))")
-            }
-            for column in table.foreignKeyColumns { columns.append("\(column) bigint") }
-            sql.append("CREATE TABLE \(table.table) (\(columns.joined(separator: ", ")))")
-            for column in table.foreignKeyColumns { sql.append("CREATE INDEX ON \(table.table) (\(column))") }
-            // Deferrable, checked at the end of each save's writes (`PGSession.write`): a save
-            // that swaps two unique values passes through a moment where both rows hold one.
-            for (c, constraint) in entity.uniquenessConstraints.enumerated() {
-                let columns = constraint.map { table.attributeColumns[$0] }.joined(separator: ", ")
-                sql.append("ALTER TABLE \(table.table) ADD CONSTRAINT \(PGValues.quote(uniqueIndexName(entity, c))) UNIQUE (\(columns)) DEFERRABLE INITIALLY IMMEDIATE")
-            }
-            for names in entity.indexes {
-                let columns = names.map(PGValues.quote).joined(separator: ", ")
-                sql.append("CREATE INDEX ON \(table.table) (\(columns))")
-            }
-            sql.append("INSERT INTO _managedstore_keys (entity) VALUES (\(literal(entity.name)))")
+            sql += createTable(table.entity) + createIndexes(table.entity)
         }
-        for link in linkTables {
-            let table = PGValues.quote(link)
-            sql.append("CREATE TABLE \(table) (a bigint NOT NULL, b bigint NOT NULL, PRIMARY KEY (a, b))")
-            sql.append("CREATE INDEX ON \(table) (b, a)")
-        }
+        for link in linkTables { sql += createLinkTable(link) }
         return sql.joined(separator: ";\n")
+    }
+
+    /// `entity`'s table, and its row of the key sequences (kept if one is left from an entity
+    /// of that name that a migration removed: its keys are never handed out again).
+    func createTable(_ entity: Entity) -> [String] {
+        let table = self[entity]
+        var columns = ["_pk bigint PRIMARY KEY", "_version bigint NOT NULL"]
+        for (i, attribute) in entity.attributes.enumerated() {
+            columns.append("\(table.attributeColumns[i]) \(PGValues.columnType(attribute.type))")
+        }
+        for column in table.foreignKeyColumns { columns.append("\(column) bigint") }
+        return ["CREATE TABLE \(table.table) (\(columns.joined(separator: ", ")))",
+                "INSERT INTO _managedstore_keys (entity) VALUES (\(literal(entity.name))) ON CONFLICT (entity) DO NOTHING"]
+    }
+
+    /// `entity`'s indexes: one per foreign key (finding the objects that point at one object
+    /// must not scan the table), its uniqueness constraints, and its declared indexes.
+    func createIndexes(_ entity: Entity) -> [String] {
+        let table = self[entity]
+        var sql = table.foreignKeyColumns.map { "CREATE INDEX ON \(table.table) (\($0))" }
+        // Deferrable, checked at the end of each save's writes (`PGSession.write`): a save
+        // that swaps two unique values passes through a moment where both rows hold one.
+        for (c, constraint) in entity.uniquenessConstraints.enumerated() {
+            let columns = constraint.map { table.attributeColumns[$0] }.joined(separator: ", ")
+            sql.append("ALTER TABLE \(table.table) ADD CONSTRAINT \(PGValues.quote(uniqueIndexName(entity, c))) UNIQUE (\(columns)) DEFERRABLE INITIALLY IMMEDIATE")
+        }
+        for names in entity.indexes {
+            sql.append("CREATE INDEX ON \(table.table) (\(names.map(PGValues.quote).joined(separator: ", ")))")
+        }
+        return sql
+    }
+
+    /// A many-to-many's link table: a pair of keys per link, found from either side.
+    func createLinkTable(_ name: String) -> [String] {
+        let table = PGValues.quote(name)
+        return ["CREATE TABLE \(table) (a bigint NOT NULL, b bigint NOT NULL, PRIMARY KEY (a, b))", "CREATE INDEX ON \(table) (b, a)"]
     }
 
     /// The name of uniqueness constraint `c` of `entity`, which a unique violation names.

@@ -20,7 +20,7 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     package let identifier: UUID
     package let model: ManagedObjectModel
     package let storeDescription: StoreDescription
-    package let appliedMigration = MigrationPlan(steps: [])
+    package let appliedMigration: MigrationPlan
     let location: PostgresLocation
     let schema: PGSchema
 
@@ -52,49 +52,12 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         self.schema = PGSchema(model: model)
         let connection = try PGConnection(location)
         self.writerConnection = connection
-        self.identifier = try Self.open(connection, schema: schema, location: location, creating: description.createsStoreIfMissing)
+        (self.identifier, self.appliedMigration) = try PGStoreOpening(connection: connection, schema: schema, location: location)
+            .open(creating: description.createsStoreIfMissing, infersMigration: description.shouldInferMappingModelAutomatically)
         self.readers = PGReaderPool(count: description.readerCount, location: location)
     }
 
     deinit { listener.withLock { $0?.stop() } }
-
-    /// Creates the store's tables, or checks that the ones there were made from this model;
-    /// returns the store's identifier. Under the opening lock: another server opening the same
-    /// database waits until this one is done.
-    private static func open(_ connection: PGConnection, schema: PGSchema, location: PostgresLocation, creating: Bool) throws(StoreError) -> UUID {
-        try connection.execute("SELECT pg_advisory_lock(\(openingLockKey))")
-        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(openingLockKey))") }
-        let exists = try connection.execute("SELECT to_regclass('_managedstore_store') IS NOT NULL").text(0, 0) == "t"
-        let model = schema.model
-        if !exists {
-            guard creating else { throw .cannotOpen(path: location.redacted, message: "the database holds no ManagedStore store") }
-            let identifier = UUID()
-            try connection.execute("BEGIN")
-            do {
-                try connection.execute(schema.creationSQL)
-                // The model itself too, as the SQLite store keeps it: what a migration starts from.
-                try connection.execute("INSERT INTO _managedstore_store (id, identifier, model_name, model_hash, model_json) VALUES (1, $1, $2, $3, $4)",
-                                       [identifier.uuidString, model.name, model.versionHash, model.jsonValue.serialized()])
-                try connection.execute("COMMIT")
-            } catch {
-                _ = try? connection.execute("ROLLBACK")
-                throw error
-            }
-            return identifier
-        }
-        let row = try connection.execute("SELECT identifier, model_name, model_hash FROM _managedstore_store")
-        guard row.rowCount == 1, let identifier = row.text(0, 0).flatMap(UUID.init(uuidString:)) else {
-            throw .notAManagedStore(path: location.redacted)
-        }
-        let storedHash = row.text(0, 2) ?? ""
-        guard storedHash == model.versionHash else {
-            throw .migrationNotInferable([
-                "the store was made from model '\(row.text(0, 1) ?? "")' (\(storedHash)), not this one (\(model.versionHash)); "
-                    + "the PostgreSQL store does not migrate a model yet",
-            ])
-        }
-        return identifier
-    }
 
     /// Creates schema `name` in the database `uri` names (a store of its own: name it on the
     /// URI's search path, `?options=-csearch_path%3Dname`). For tests and benchmarks that give

@@ -55,27 +55,13 @@ enum StoreOpening {
         guard hash != model.versionHash, let json else {
             return .open(uuid: uuid, format: format, source: model, migration: nil, recordsModel: json != nil)
         }
-        let source = try recordedModel(json, hash: hash)
+        let source = try LightweightMigration.recordedModel(json, hash: hash)
         // The plan reads the data as it is stored. Stores that record their model are of
         // format 5 or later, whose tables and columns the reads rely on (format 6 only added
         // a table of its own, which the plan does not read).
         let migration = try LightweightMigration(from: source, to: model, data: SQLiteMigrationData(connection: connection))
         guard migration.refusals.isEmpty else { throw .migrationNotInferable(migration.refusals) }
         return .open(uuid: uuid, format: format, source: source, migration: migration, recordsModel: true)
-    }
-
-    /// The model a store records, which must be the one its hash names.
-    private static func recordedModel(_ json: String, hash: String) throws(StoreError) -> ManagedObjectModel {
-        let model: ManagedObjectModel
-        do {
-            model = try ManagedObjectModel(jsonData: Array(json.utf8))
-        } catch {
-            throw .migrationNotInferable(["the model recorded in the store cannot be read: \(error)"])
-        }
-        guard model.versionHash == hash else {
-            throw .migrationNotInferable(["the model recorded in the store (hash \(model.versionHash)) is not the one its hash names (\(hash))"])
-        }
-        return model
     }
 
     /// Creates, checks, upgrades or migrates the store on the writer's `connection`, in one
