@@ -165,6 +165,107 @@ struct PostgreSQLStoreTests {
         #expect(title == "from A")
     }
 
+    @Test("two servers' group commits in a lock cycle: the unit PostgreSQL ends runs again once its group has committed, and every write lands",
+          .enabled(if: TestStore.isPostgres))
+    func lockCycleUnitRunsAgain() throws {
+        let (a, b) = try Self.twoServers()
+        let (_, tasks) = try Fixtures.seedProject(a.viewContext, name: "Cycle", taskTitles: ["x", "y"])
+        let (x, y) = (tasks[0], tasks[1])
+        let queues = [WriteQueue(coordinator: a.coordinator), WriteQueue(coordinator: b.coordinator)]
+        // Each queue is held by a first unit, so that the next two arrive as one batch.
+        let holds = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+        // Each batch's first unit locks its object; the second asks for the other batch's. The
+        // batch that takes the history counter first (held to its COMMIT, so that tokens commit
+        // in order) makes the other's first unit wait for it, holding its row: when the second
+        // unit asks for that row, the two transactions wait for each other, and PostgreSQL
+        // ends one of the statements (40P01).
+        let firstUnits = DispatchGroup()
+        let outcomes = OutcomeLog()
+        for queue in queues { queue.start() }
+        for (q, queue) in queues.enumerated() {
+            let hold = holds[q]
+            queue.submit({ _ in hold.wait() }, completion: { _ in })
+            firstUnits.enter()
+        }
+        func unit(_ id: ManagedObjectID, _ key: String, _ value: AttributeValue, afterFirstUnits: Bool) -> @Sendable (ManagedObjectContext) -> String? {
+            { context in
+                do {
+                    let object = try context.existingObject(with: id)
+                    object.setAttributeValue(value, forKey: key)
+                    // Each unit changes its own property: a conflict on the other's is merged.
+                    _ = try context.save(mergePolicy: .objectTrump)
+                    if !afterFirstUnits { firstUnits.leave() }
+                    return nil
+                } catch {
+                    if !afterFirstUnits { firstUnits.leave() }
+                    context.rollback()
+                    return "\(error)"
+                }
+            }
+        }
+        let plans: [(ManagedObjectID, String, AttributeValue, ManagedObjectID, String, AttributeValue)] = [
+            (x, "title", .string("A"), y, "estimate", .double(1)),
+            (y, "title", .string("B"), x, "estimate", .double(2)),
+        ]
+        for (q, plan) in plans.enumerated() {
+            queues[q].submit(unit(plan.0, plan.1, plan.2, afterFirstUnits: false)) { outcomes.add("\(q) first", $0) }
+            let second = unit(plan.3, plan.4, plan.5, afterFirstUnits: true)
+            queues[q].submit({ context in
+                // The other batch's first unit may be waiting for this transaction: go on after 2 s.
+                _ = firstUnits.wait(timeout: .now() + 2)
+                return second(context)
+            }) { outcomes.add("\(q) second", $0) }
+        }
+        for hold in holds { hold.signal() }
+        #expect(outcomes.wait(count: 4, seconds: 60), "the four units did not all finish")
+        #expect(outcomes.failures == [], "units that did not write: \(outcomes.failures)")
+        for queue in queues { _ = queue.stop(deadline: .now() + 10) }
+        let check = a.newBackgroundContext()
+        let stored = try check.performAndWait { () throws -> [String] in
+            try [x, y].map { id in
+                let object = try check.existingObject(with: id)
+                return "\(object.value("title", as: String.self) ?? "-") \(object.value("estimate", as: Double.self) ?? 0)"
+            }
+        }
+        #expect(stored == ["A 2.0", "B 1.0"])
+    }
+
+    /// What the write queues' units said, from their completions' threads.
+    final class OutcomeLog: @unchecked Sendable {
+        // @unchecked Sendable: `entries` only under `condition`'s lock.
+        private let condition = NSCondition()
+        private var entries: [(String, WriteOutcome<String?>)] = []
+
+        func add(_ name: String, _ outcome: WriteOutcome<String?>) {
+            condition.lock()
+            entries.append((name, outcome))
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func wait(count: Int, seconds: Double) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            let deadline = Date(timeIntervalSinceNow: seconds)
+            while entries.count < count { if !condition.wait(until: deadline) { return entries.count >= count } }
+            return true
+        }
+
+        /// Every unit that did not complete with a write, and why.
+        var failures: [String] {
+            condition.lock()
+            defer { condition.unlock() }
+            return entries.compactMap { name, outcome in
+                switch outcome {
+                case .completed(nil): return nil
+                case .completed(let error?): return "\(name): \(error)"
+                case .undone: return "\(name): undone"
+                case .notRun: return "\(name): not run"
+                }
+            }.sorted()
+        }
+    }
+
     @Test("increments with retry from two servers at once end at the exact total", .enabled(if: TestStore.isPostgres))
     func concurrentIncrements() async throws {
         let (a, b) = try Self.twoServers()

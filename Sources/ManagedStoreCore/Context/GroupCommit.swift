@@ -17,6 +17,11 @@ public final class GroupCommit {
     let transaction: any StoreTransaction
     /// Savepoints released (writes kept) since `markUnit`.
     private(set) var released = 0
+    /// Whether a savepoint since `markUnit` failed because the store was busy (`StoreError.busy`:
+    /// other connections held what it needed, such as another server's locks in a cycle with
+    /// this transaction's): its writes were rolled back, and running the unit again in a later
+    /// transaction, once this one has let go of its locks, may succeed.
+    private(set) var wasBusySinceMark = false
     /// Saves written into the transaction, for the contexts that merge automatically: told
     /// after the COMMIT (`PersistentStoreCoordinator.announceSave`).
     var committedSaves: [(saved: SavedChanges, origin: ObjectIdentifier)] = []
@@ -41,7 +46,10 @@ public final class GroupCommit {
     }
 
     /// Starts counting the writes of a new unit of work.
-    public func markUnit() { released = 0 }
+    public func markUnit() {
+        released = 0
+        wasBusySinceMark = false
+    }
 
     /// Whether a save wrote something (released its savepoint) since `markUnit`.
     public var wroteSinceMark: Bool { released > 0 }
@@ -68,9 +76,21 @@ public final class GroupCommit {
     /// Runs `body` in a savepoint of the group's transaction: its writes are kept when it
     /// returns and rolled back alone when it throws.
     func inSavepoint<T>(_ body: (any StoreWriteSession) throws -> T) throws -> T {
-        let result = try transaction.inSavepoint { try body(transaction.session) }
-        released += 1
-        return result
+        do {
+            let result = try transaction.inSavepoint { try body(transaction.session) }
+            released += 1
+            return result
+        } catch {
+            if Self.isBusy(error) { wasBusySinceMark = true }
+            throw error
+        }
+    }
+
+    /// Whether `error` says the store was busy, as itself or inside a save's rejection.
+    private static func isBusy(_ error: any Error) -> Bool {
+        if case .busy? = error as? StoreError { return true }
+        if case .store(.busy)? = error as? ChangeSetRejection { return true }
+        return false
     }
 
     /// Runs `body`, which may save several times, in one savepoint of the group: if it throws,

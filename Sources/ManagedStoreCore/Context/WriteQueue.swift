@@ -159,7 +159,7 @@ public final class WriteQueue: @unchecked Sendable {
                 batch = [pending.removeFirst()]
             }
             condition.unlock()
-            let undone = execute(batch)
+            let undone = executeRetryingBusyUnits(batch)
             condition.lock()
             unitCount += batch.count
             transactionCount += 1
@@ -179,15 +179,39 @@ public final class WriteQueue: @unchecked Sendable {
         }
     }
 
-    /// Runs a batch in one group commit; returns, per unit, whether its writes were undone.
+    /// How many more times a unit that met a busy store and wrote nothing runs, each in a later
+    /// transaction than the last.
+    static let busyRetries = 3
+
+    /// Runs a batch (`execute`); then the units whose saves failed only because the store was
+    /// busy, and that wrote nothing, run again in a transaction of their own, after the batch's
+    /// has committed and let go of its locks: a lock cycle with another server's transaction
+    /// (PostgreSQL ends one of them) cannot form again around locks this batch no longer holds.
+    /// Returns, per unit, whether its writes were undone; a unit run again reports its last run.
+    private func executeRetryingBusyUnits(_ batch: [Job]) -> [Bool] {
+        var (undone, busy) = execute(batch)
+        var retry = batch.indices.filter { busy[$0] && !undone[$0] }
+        var attempts = 0
+        while !retry.isEmpty && attempts < Self.busyRetries {
+            attempts += 1
+            let (retryUndone, retryBusy) = execute(retry.map { batch[$0] })
+            for (k, i) in retry.enumerated() { undone[i] = retryUndone[k] }
+            retry = retry.enumerated().filter { retryBusy[$0.offset] && !retryUndone[$0.offset] }.map(\.element)
+        }
+        return undone
+    }
+
+    /// Runs a batch in one group commit; returns, per unit, whether its writes were undone, and
+    /// whether it met a busy store and wrote nothing (so it may run again).
     /// When the store rolls the whole transaction back by itself (after one unit's savepoint failed
     /// with a full disk or an I/O error), the units before it that wrote were undone too, and
     /// the rest of the batch runs in a new transaction. If the COMMIT itself fails, every unit
     /// that wrote since the transaction began was undone.
-    private func execute(_ batch: [Job]) -> [Bool] {
+    private func execute(_ batch: [Job]) -> (undone: [Bool], busy: [Bool]) {
         context.performAndWait {
             var undone = [Bool](repeating: false, count: batch.count)
             var wrote = [Bool](repeating: false, count: batch.count)
+            var busy = [Bool](repeating: false, count: batch.count)
             var transactionStart = 0
             var ran = 0
             func undoSince(_ start: Int) {
@@ -199,6 +223,7 @@ public final class WriteQueue: @unchecked Sendable {
                         group.markUnit()
                         job.run(context)
                         wrote[i] = group.wroteSinceMark
+                        busy[i] = group.wasBusySinceMark && !wrote[i]
                         ran = i + 1
                         guard !group.isIntact else { continue }
                         undoSince(transactionStart)
@@ -216,7 +241,7 @@ public final class WriteQueue: @unchecked Sendable {
             }
             // The next batch starts from the store, not from what this one left in memory.
             context.reset()
-            return undone
+            return (undone, busy)
         }
     }
 }

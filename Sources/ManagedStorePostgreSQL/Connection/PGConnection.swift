@@ -160,7 +160,12 @@ final class PGConnection {
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
             let message = PQresultErrorMessage(result).map { String(cString: $0) } ?? "unknown error"
             PQclear(result)
-            throw .engine(code: PGSQLState.code(state), message: "\(state): \(message.trimmingCharacters(in: .whitespacesAndNewlines))", sql: sql)
+            let text = "\(state): \(message.trimmingCharacters(in: .whitespacesAndNewlines))"
+            // Another server's transaction held what this one needed (a lock cycle PostgreSQL
+            // broke by ending this statement, or a snapshot that could not be serialized):
+            // nothing of the statement stands, and running it again later may well succeed.
+            if state == PGSQLState.deadlockDetected || state == PGSQLState.serializationFailure { throw .busy(text) }
+            throw .engine(code: PGSQLState.code(state), message: text, sql: sql)
         }
     }
 
