@@ -360,7 +360,7 @@ struct PostgreSQLStoreTests {
                 project.setValue("p\(i)", forKey: "name")
                 return project
             }
-            let titles = ["a", "B", "b", "é", "e\u{301}", "", "zz", "a b", "A", "ß"]
+            let titles = ["a", "B", "b", "é", "e\u{301}", "", "zz", "a b", "A", "ß", "50%", "a_b", #"back\slash"#, "日本"]
             for i in 0..<60 {
                 let task = context.insertNewObject(forEntityName: "Task")
                 task.setValue(titles[i % titles.count] + (i % 7 == 0 ? "" : String(i % 4)), forKey: "title")
@@ -381,6 +381,10 @@ struct PostgreSQLStoreTests {
         "priority BETWEEN {2, 4}", "NOT (priority BETWEEN {2, 4}) OR done == NO", "due > CAST(172800, 'NSDate')", "due == nil AND priority < 3",
         "project == nil", "project != nil AND priority != 2", "title BEGINSWITH[c] 'a' AND priority > 1", "title ==[cd] 'e' OR priority == 0",
         "project.name == 'p1' AND estimate > 0", "NOT (title != 'zz')", "TRUEPREDICATE", "FALSEPREDICATE",
+        "title BEGINSWITH 'a'", "title BEGINSWITH ''", "NOT (title BEGINSWITH 'B') AND priority < 4", "title ENDSWITH '1'",
+        "title ENDSWITH 'e\u{301}' OR title ENDSWITH '本'", "title CONTAINS ' '", "title CONTAINS '%'", "NOT (title CONTAINS 'a')",
+        "title LIKE 'a*'", "title LIKE '?1'", "title LIKE '*%*'", "title LIKE 'a_*'", #"title LIKE '*\\*'"#, "title LIKE ''",
+        "title LIKE '*'", "title MATCHES 'a.*' OR title CONTAINS '_'", "estimate == nil AND NOT (title ENDSWITH '2')",
     ]
     static let twinSorts: [[ObjectSortDescriptor]] = [
         [], [ObjectSortDescriptor("priority", ascending: false)], [ObjectSortDescriptor("estimate"), ObjectSortDescriptor("title", ascending: false)],
@@ -453,7 +457,10 @@ struct PostgreSQLStoreTests {
         let whole = try plan("priority > 2 AND (done == YES OR estimate == nil) AND NOT (title == 'x')", [ObjectSortDescriptor("priority")])
         #expect(whole.residual == nil && whole.orderBy != nil)
         #expect(whole.parameters == ["2", "t", "x"], "every value a bound parameter")
-        let part = try plan("priority > 2 AND title BEGINSWITH 'a'", [ObjectSortDescriptor("title", options: [.caseInsensitive])])
+        let strings = try plan("title BEGINSWITH 'a' AND title ENDSWITH 'b' AND title CONTAINS 'c' AND title LIKE '*50%?'")
+        #expect(strings.residual == nil, "string operators without [c] or [d] are SQL")
+        #expect(strings.parameters == ["a", "b", "c", #"%50\%_"#])
+        let part = try plan("priority > 2 AND title BEGINSWITH[c] 'a'", [ObjectSortDescriptor("title", options: [.caseInsensitive])])
         #expect(part.condition.contains("priority") && part.residual != nil && part.orderBy == nil)
         let none = try plan("project.name == 'p' OR priority == 1")
         #expect(none.condition == "true" && none.residual != nil)

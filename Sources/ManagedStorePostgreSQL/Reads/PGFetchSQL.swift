@@ -174,6 +174,21 @@ struct PGFetchSQL {
             }
         }
 
+        /// A LIKE pattern of the predicate language (`*` any run, `?` one code point, all else
+        /// itself) in PostgreSQL's (`%`, `_`, backslash escapes).
+        static func likePattern(_ pattern: String) -> String {
+            var result = ""
+            for scalar in pattern.unicodeScalars {
+                switch scalar {
+                case "*": result += "%"
+                case "?": result += "_"
+                case "%", "_", "\\": result += "\\" + String(scalar)
+                default: result.unicodeScalars.append(scalar)
+                }
+            }
+            return result
+        }
+
         private mutating func compile(_ c: CheckedComparison) -> String? {
             guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs, let column = column(keyPath) else { return nil }
             let name: String
@@ -209,6 +224,19 @@ struct PGFetchSQL {
                       let low = constant(items[0], for: column), let high = constant(items[1], for: column) else { return nil }
                 guard let low, let high else { return "false" }
                 return "COALESCE(\(name) >= \(bind(low)) AND \(name) <= \(bind(high)), false)"
+            case .beginsWith, .endsWith, .contains, .like:
+                // Without [c] or [d] the evaluator compares code points (bytes of UTF-8), as
+                // these do on a `COLLATE "C"` column; a NULL value matches nothing. MATCHES
+                // stays in memory: PostgreSQL's regular expressions are not ICU's.
+                guard case .attribute(_, .string) = column, case .value(.attribute(.string(let pattern))) = c.rhs else { return nil }
+                switch c.op {
+                case .beginsWith: return "COALESCE(starts_with(\(name), \(bind(pattern))::text), false)"
+                case .endsWith:
+                    let parameter = bind(pattern)
+                    return "COALESCE(right(\(name), char_length(\(parameter)::text)) = \(parameter)::text, false)"
+                case .contains: return "COALESCE(strpos(\(name), \(bind(pattern))::text) > 0, false)"
+                default: return "COALESCE(\(name) LIKE \(bind(Self.likePattern(pattern)))::text, false)"
+                }
             case .in:
                 guard case .list(let items) = c.rhs else { return nil }
                 var texts: [String] = []
