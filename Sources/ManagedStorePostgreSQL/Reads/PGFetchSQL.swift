@@ -3,10 +3,12 @@ import ManagedStoreCore
 
 /// The part of a checked fetch that PostgreSQL answers with exactly the in-memory evaluator's
 /// results, as SQL: the conjuncts of its predicate that compare the fetched entity's own
-/// columns with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`; AND, OR and NOT
-/// of them), and its sorts when all are on such columns. The rest (string operators, `[cd]`,
-/// key paths through relationships, aggregates, SUBQUERY) stays with the evaluator, over the
-/// rows the SQL part let through.
+/// columns, or an attribute of the object a to-one it keeps the key of points at
+/// (`project.name`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
+/// BEGINSWITH, ENDSWITH, CONTAINS and LIKE without `[c]` or `[d]`; AND, OR and NOT of them),
+/// and its sorts when all are on the entity's own columns. The rest (`[cd]`, MATCHES, longer
+/// or to-many key paths, aggregates, SUBQUERY) stays with the evaluator, over the rows the SQL
+/// part let through.
 ///
 /// Every comparison is two-valued (a null column makes it false, never NULL, so that NOT and
 /// OR keep the evaluator's meaning), and every value is a bound parameter.
@@ -22,8 +24,8 @@ struct PGFetchSQL {
     let cursorCompiled: Bool
 
     /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
-    init(_ prepared: PreparedFetch, table: PGSchema.EntityTable, compiling: Bool = true) {
-        var compiler = Compiler(table: table)
+    init(_ prepared: PreparedFetch, schema: PGSchema, compiling: Bool = true) {
+        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables)
         var compiled: [String] = []
         var left: [CheckedPredicate] = []
         if let predicate = prepared.predicate, !compiling {
@@ -56,9 +58,14 @@ struct PGFetchSQL {
 
     private struct Compiler {
         let table: PGSchema.EntityTable
+        /// Every entity's table, by entity index: where a to-one's destination is.
+        let tables: [PGSchema.EntityTable]
         var parameters: [String?] = []
 
-        init(table: PGSchema.EntityTable) { self.table = table }
+        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable]) {
+            self.table = table
+            self.tables = tables
+        }
 
         mutating func bind(_ text: String) -> String {
             parameters.append(text)
@@ -110,6 +117,27 @@ struct PGFetchSQL {
             default:
                 return nil
             }
+        }
+
+        /// A to-one the SQL follows to its destination's row: the destination's table, and the
+        /// fetched row's column holding its key (qualified by the table: it is read from inside
+        /// a subquery).
+        private struct Hop {
+            let table: String
+            let foreignKey: String
+        }
+
+        /// An attribute of the object a to-one of the fetched entity points at, when the
+        /// entity keeps that to-one's key: the attribute's column in the destination's row
+        /// (named `d`), and the hop there.
+        private func hopColumn(_ keyPath: ResolvedKeyPath) -> (Column, Hop)? {
+            guard case .object = keyPath.root, keyPath.steps.count == 1, let step = keyPath.steps.first, !step.isToMany,
+                  step.entity == table.entity.index,
+                  let position = table.entity.foreignKeyRelationships.firstIndex(of: step.relationship),
+                  case let .attribute(entity, index) = keyPath.terminal, tables.indices.contains(entity) else { return nil }
+            let destination = tables[entity]
+            return (.attribute("d." + destination.attributeColumns[index], destination.entity.attributes[index].type),
+                    Hop(table: destination.table, foreignKey: table.table + "." + table.foreignKeyColumns[position]))
         }
 
         /// Keyset pagination: rows strictly after `cursor` in the order of `sorts`, then the key.
@@ -190,7 +218,20 @@ struct PGFetchSQL {
         }
 
         private mutating func compile(_ c: CheckedComparison) -> String? {
-            guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs, let column = column(keyPath) else { return nil }
+            guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs else { return nil }
+            if let column = column(keyPath) { return compare(c, column) }
+            guard let (column, hop) = hopColumn(keyPath), case .attribute(_, let type) = column,
+                  let matched = compare(c, column) else { return nil }
+            // The evaluator reads the value of a nil to-one's attribute as nil: such a row
+            // matches when the comparison holds for nil (`project.name == nil`, `!= "x"`).
+            guard let onNil = compare(c, .attribute("(NULL::\(PGValues.columnType(type)))", type)) else { return nil }
+            return "(EXISTS (SELECT 1 FROM \(hop.table) AS d WHERE d._pk = \(hop.foreignKey) AND \(matched))"
+                + " OR (\(hop.foreignKey) IS NULL AND \(onNil)))"
+        }
+
+        /// The comparison `c` of the value in `column` (an SQL expression) with its constants:
+        /// two-valued, never NULL. nil when it does not compile.
+        private mutating func compare(_ c: CheckedComparison, _ column: Column) -> String? {
             let name: String
             switch column {
             case .attribute(let n, let type):

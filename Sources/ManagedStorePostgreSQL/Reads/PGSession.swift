@@ -147,7 +147,7 @@ final class PGSession: StoreWriteSession {
     }
 
     private func plan(_ fetch: StoreFetch) -> PGFetchSQL {
-        PGFetchSQL(fetch.prepared, table: schema[fetch.prepared.entity], compiling: fetch.tuning.compilesPredicates)
+        PGFetchSQL(fetch.prepared, schema: schema, compiling: fetch.tuning.compilesPredicates)
     }
 
     /// ORDER BY and the window in SQL, when PostgreSQL answers the whole fetch: every conjunct,
