@@ -1,4 +1,5 @@
 import Foundation
+import ManagedStore
 import ManagedStoreTestSupport
 import Testing
 #if canImport(Glibc)
@@ -126,6 +127,38 @@ struct MultiServerTests {
         #expect(complete == complete.sorted { Int($0)! < Int($1)! })
         for server in servers { #expect(try Self.feedTokens(server) == complete) }
         for i in 0..<3 { #expect(seen.get(i) == complete, "followed on server \(i) while writes ran") }
+    }
+
+    @Test("a server started with a changed model waits for the opening lock (readyz 503), then migrates the store and serves it")
+    func migrationAtStartUp() throws {
+        let uri = try PostgresTestDatabase.freshURI()
+        let first = try ServerProcess(store: uri)
+        #expect(try RawHTTPClient(port: first.port).json("POST", "/v1/objects/Task", #"{"title": "Land"}"#).status == 201)
+        // Version 2 of the demo model: Task.title renamed `name`.
+        let tracker = ManagedObjectModel.taskTracker()
+        let v2 = try ManagedObjectModel(name: tracker.name, version: 2, entities: tracker.entities.map { entity in
+            guard entity.name == "Task" else { return entity }
+            var task = entity
+            task.attributes[0].name = "name"
+            task.attributes[0].renamingIdentifier = "title"
+            return task
+        })
+        let folder = TemporaryFolder()
+        let modelFile = folder.url.appendingPathComponent("v2.json")
+        try Data(v2.jsonValue.serialized().utf8).write(to: modelFile)
+        // Another server holds the lock (it is migrating, say): this one's opening waits.
+        let lock = try PostgresTestDatabase.holdOpeningLock(uri)
+        let second = try ServerProcess(waitUntilReady: false, model: modelFile.path, store: uri)
+        for _ in 0..<5 {
+            #expect(try RawHTTPClient(port: second.port).request("GET", "/v1/readyz").status == 503)
+            #expect(try RawHTTPClient(port: second.port).request("GET", "/v1/healthz").status == 200)
+            usleep(100_000)
+        }
+        try lock.release()
+        try second.waitUntilReady(seconds: 30)
+        let tasks = Self.json(try RawHTTPClient(port: second.port).request("GET", "/v1/objects/Task"))
+        let names = (tasks["objects"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(names == ["Land"], "\(tasks)")
     }
 
     @Test("a long-poll on server A is answered by a write on server C")

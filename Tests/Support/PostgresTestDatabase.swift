@@ -65,4 +65,23 @@ package enum PostgresTestDatabase {
         }
         return lines
     }
+
+    /// Takes the lock a server holds while it creates or migrates the store in the database
+    /// `uri` names, as a server migrating would; `release` lets it go (so does the end of
+    /// the returned value's connection).
+    package static func holdOpeningLock(_ uri: String) throws -> OpeningLockHold {
+        let connection = try PGConnection(PostgresLocation(uri))
+        try connection.execute("SELECT pg_advisory_lock(\(PostgreSQLStore.openingLockKey))")
+        return OpeningLockHold(connection: connection)
+    }
+
+    /// The opening lock, held (`holdOpeningLock`).
+    package final class OpeningLockHold {
+        private let connection: PGConnection
+        init(connection: PGConnection) { self.connection = connection }
+
+        package func release() throws {
+            try connection.execute("SELECT pg_advisory_unlock(\(PostgreSQLStore.openingLockKey))")
+        }
+    }
 }
