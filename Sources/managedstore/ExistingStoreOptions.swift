@@ -6,7 +6,7 @@ import ManagedStore
 /// against, for the commands that look at or migrate a store (`check`, `migrate`), and how
 /// their store errors end them.
 struct ExistingStoreOptions: ParsableArguments {
-    @Option(help: "The model file (JSON model format). Use --demo for the built-in task tracker.")
+    @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld. Use --demo for the built-in task tracker.")
     var model: String?
 
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")

@@ -17,7 +17,7 @@ struct ServeCommand: ParsableCommand {
         The API is described at /v1/openapi.yaml once the server runs.
         """)
 
-    @Option(help: "The model file (JSON model format). Use --demo for the built-in task tracker.")
+    @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld. Use --demo for the built-in task tracker.")
     var model: String?
 
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")

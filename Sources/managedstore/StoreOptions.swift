@@ -6,7 +6,7 @@ import ManagedStore
 /// `--model` or `--demo`), or else a running server, through its API (`--url`, by default
 /// http://127.0.0.1:8080, with `--token`).
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The model file (JSON model format), with --store. Use --demo for the built-in task tracker.")
+    @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld, with --store. Use --demo for the built-in task tracker.")
     var model: String?
 
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag), with --store.")
@@ -53,18 +53,16 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
-/// The model file at `path`, or the built-in task tracker when there is none; a file that cannot
-/// be read or is not a valid model ends the command (exit 2).
+/// The model at `path` (the JSON model format, or an Xcode `.xcdatamodel` or `.xcdatamodeld`),
+/// or the built-in task tracker when there is none; a model that cannot be read or is not
+/// valid ends the command (exit 2), every problem on its own line.
 func loadModel(_ path: String?) throws -> ManagedObjectModel {
     guard let path else { return .taskTracker() }
-    do {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        return try ManagedObjectModel(jsonData: [UInt8](data))
-    } catch let error as ModelError {
-        CommandLog.error("\(path): \(error)")
-        throw ExitCode(2)
+    do throws(ModelError) {
+        return try ManagedObjectModel(contentsOf: URL(fileURLWithPath: path))
     } catch {
-        CommandLog.error("cannot read \(path): \(error.localizedDescription)")
+        CommandLog.error("\(path): the model cannot be used:")
+        for problem in error.problems { CommandLog.write("  \(problem)\n") }
         throw ExitCode(2)
     }
 }

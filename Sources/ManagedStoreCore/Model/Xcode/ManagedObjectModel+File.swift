@@ -1,0 +1,87 @@
+import Foundation
+
+extension ManagedObjectModel {
+    /// The model in the file or bundle at `url` [NSManagedObjectModel(contentsOf:)]: the JSON
+    /// model format (`.json`), a model Xcode's editor wrote (`.xcdatamodel`), or a versioned
+    /// model (`.xcdatamodeld`), of which the version its `.xccurrentversion` names (or its only
+    /// version). An Xcode model takes the bundle's name, and as its version the position of the
+    /// current version among the bundle's in Xcode's order ("Model", "Model 2", ...): a store
+    /// made from an earlier version is migrated from the model it records.
+    public convenience init(contentsOf url: URL) throws(ModelError) {
+        switch url.pathExtension.lowercased() {
+        case "xcdatamodeld":
+            let (version, number) = try Self.currentVersion(of: url)
+            let entities = try Self.xcodeEntities(at: version)
+            try self.init(name: url.deletingPathExtension().lastPathComponent, version: number, entities: entities)
+        case "xcdatamodel":
+            let entities = try Self.xcodeEntities(at: url)
+            try self.init(name: url.deletingPathExtension().lastPathComponent, version: 1, entities: entities)
+        default:
+            let data: Data
+            do { data = try Data(contentsOf: url) } catch {
+                throw ModelError([ModelProblem(message: "cannot read \(url.path): \(error.localizedDescription)")])
+            }
+            try self.init(jsonData: [UInt8](data))
+        }
+    }
+
+    /// The entities of the `.xcdatamodel` folder at `url` (its `contents` file).
+    private static func xcodeEntities(at url: URL) throws(ModelError) -> [EntityDescription] {
+        let contents = url.appendingPathComponent("contents")
+        let data: Data
+        do { data = try Data(contentsOf: contents) } catch {
+            throw ModelError([ModelProblem(message: "cannot read \(contents.path): \(error.localizedDescription)")])
+        }
+        let root: XMLTreeElement
+        do { root = try XMLTreeParser.parse(data) } catch {
+            throw ModelError([ModelProblem(message: "\(contents.path) is not a model Xcode wrote: \(error)")])
+        }
+        let (entities, problems) = XcodeModelReader.entities(of: root)
+        guard problems.isEmpty else { throw ModelError(problems) }
+        return entities
+    }
+
+    /// The version folder of the `.xcdatamodeld` bundle at `url` that is current, and its number.
+    private static func currentVersion(of url: URL) throws(ModelError) -> (URL, Int) {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: url.path)
+                .filter { $0.hasSuffix(".xcdatamodel") }
+                .sorted { $0.deletingSuffix(".xcdatamodel").localizedStandardCompare($1.deletingSuffix(".xcdatamodel")) == .orderedAscending }
+        } catch {
+            throw ModelError([ModelProblem(message: "cannot read \(url.path): \(error.localizedDescription)")])
+        }
+        var current: String?
+        let marker = url.appendingPathComponent(".xccurrentversion")
+        if let data = FileManager.default.contents(atPath: marker.path) {
+            do {
+                current = try plistString(XMLTreeParser.parse(data), key: "_XCCurrentVersionName")
+            } catch {
+                throw ModelError([ModelProblem(message: "\(marker.path) is not the property list Xcode writes: \(error)")])
+            }
+            guard let named = current, names.contains(named) else {
+                throw ModelError([ModelProblem(message: "\(marker.path) names \(current ?? "no version"), which the bundle does not hold")])
+            }
+        } else if names.count == 1 {
+            current = names[0]
+        } else {
+            throw ModelError([ModelProblem(message: "\(url.path) holds \(names.count) versions and no .xccurrentversion to say which is current")])
+        }
+        let name = current!
+        return (url.appendingPathComponent(name), names.firstIndex(of: name)! + 1)
+    }
+
+    /// The string under `key` in a property list's top dictionary.
+    private static func plistString(_ plist: XMLTreeElement, key: String) -> String? {
+        guard let dict = plist.children(named: "dict").first else { return nil }
+        let items = dict.children
+        for (i, item) in items.enumerated() where item.name == "key" && item.text == key && i + 1 < items.count {
+            return items[i + 1].name == "string" ? items[i + 1].text : nil
+        }
+        return nil
+    }
+}
+
+private extension String {
+    func deletingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
+}

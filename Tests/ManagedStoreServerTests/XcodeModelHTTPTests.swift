@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+@testable import ManagedStoreCore
+
+/// A real app's Core Data model (../shared/coredata-models, when present) served over HTTP as
+/// Xcode wrote it: every entity's objects created, read, changed, linked and deleted.
+@Suite("Xcode models over HTTP")
+struct XcodeModelHTTPTests {
+    static let realModels = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../../shared/coredata-models").standardizedFileURL
+
+    /// A JSON value of `attribute`'s type for object number `n` (unique where a constraint needs it).
+    static func value(_ attribute: AttributeDescription, _ n: Int) -> String {
+        switch attribute.type {
+        case .integer16, .integer32, .integer64: return "\(n + 1)"
+        case .decimal: return "\"\(n).25\""
+        case .double, .float: return "\(n).5"
+        case .string: return "\"\(attribute.name) \(n) é\""
+        case .boolean: return "true"
+        case .date: return "\"2024-05-0\(n % 9 + 1)T10:20:30.250000Z\""
+        case .binary: return "\"AAEC\""
+        case .uuid: return "\"\(UUID().uuidString)\""
+        case .uri: return "\"https://example.org/\(attribute.name)/\(n)\""
+        }
+    }
+
+    @Test("Kiwix's model: every entity created, read, changed with If-Match, linked through every to-one, and deleted",
+          .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
+    func kiwixOverHTTP() throws {
+        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent("Kiwix.xcdatamodeld"))
+        let harness = try ServerHarness(model: model)
+        var ids: [String: String] = [:]
+        for (n, entity) in model.entities.enumerated() {
+            let body = "{" + entity.attributes.map { "\"\($0.name)\": \(Self.value($0, n))" }.joined(separator: ", ") + "}"
+            let created = try harness.request("POST", "/v1/objects/\(entity.name)", json: body)
+            #expect(created.status == 201, "\(entity.name): \(created.text)")
+            let id = try #require(created.json?["_id"] as? String)
+            ids[entity.name] = id
+            let fetched = try harness.request("GET", "/v1/objects/\(id)")
+            #expect(fetched.status == 200)
+            for attribute in entity.attributes where attribute.type == .string || attribute.type == .uri || attribute.type == .boolean {
+                #expect("\(fetched.json?[attribute.name] ?? "-")" == "\(created.json?[attribute.name] ?? "+")", "\(id).\(attribute.name)")
+            }
+            if let text = entity.attributes.first(where: { $0.type == .string && !entity.uniquenessConstraints.contains([$0.name]) }) {
+                let patched = try harness.request("PATCH", "/v1/objects/\(id)", json: "{\"\(text.name)\": \"changed\"}", headers: [("If-Match", "\"1\"")])
+                #expect(patched.status == 200 && patched.json?[text.name] as? String == "changed", "\(id): \(patched.text)")
+                #expect(try harness.request("PATCH", "/v1/objects/\(id)", json: "{\"\(text.name)\": \"stale\"}", headers: [("If-Match", "\"1\"")]).status == 409)
+            }
+        }
+        #expect(ids.count == model.entities.count)
+        // Every to-one set to the other entity's object; its inverse shows the link.
+        for entity in model.entities {
+            for relationship in entity.relationships where !relationship.isToMany {
+                let (id, target) = (ids[entity.name]!, ids[relationship.destination]!)
+                let linked = try harness.request("PATCH", "/v1/objects/\(id)", json: "{\"\(relationship.name)\": \"\(target)\"}")
+                #expect(linked.status == 200, "\(id).\(relationship.name): \(linked.text)")
+                let other = try harness.request("GET", "/v1/objects/\(target)").json?[relationship.inverse]
+                let shown = (other as? [String]) ?? (other as? String).map { [$0] } ?? []
+                #expect(shown.contains(id), "\(target).\(relationship.inverse) lists \(id)")
+            }
+        }
+        // Deleting the file cascades to what its Cascade rules name; the rest are unlinked.
+        #expect(try harness.request("DELETE", "/v1/objects/\(ids["ZimFile"]!)").status == 204)
+        #expect(try harness.request("GET", "/v1/objects/\(ids["Bookmark"]!)").status == 404, "ZimFile.bookmarks cascades")
+        #expect(try harness.request("GET", "/v1/objects/\(ids["DownloadTask"]!)").status == 404, "ZimFile.downloadTask cascades")
+        let tab = try harness.request("GET", "/v1/objects/\(ids["Tab"]!)")
+        #expect(tab.status == 200 && tab.json?["zimFile"] is NSNull, "ZimFile.tabs nullifies")
+        #expect(try harness.request("DELETE", "/v1/objects/\(ids["Tab"]!)").status == 204)
+    }
+}
