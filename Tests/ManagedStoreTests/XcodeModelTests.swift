@@ -232,6 +232,37 @@ struct XcodeModelTests {
         #expect(try ManagedObjectModel(contentsOf: url).entities.count == 3)
     }
 
+    @Test("round trip: Xcode's format to a model, to Xcode's format and to JSON, and back, gives the same model")
+    func roundTrip() throws {
+        let (folder, url) = try Self.bundle(Self.shop)
+        defer { withExtendedLifetime(folder) {} }
+        let model = try ManagedObjectModel(contentsOf: url)
+        let written = folder.directory.appendingPathComponent("Shop.xcdatamodel")
+        try FileManager.default.createDirectory(at: written, withIntermediateDirectories: true)
+        try Data(try model.xcodeModelContents().utf8).write(to: written.appendingPathComponent("contents"))
+        let again = try ManagedObjectModel(contentsOf: written)
+        #expect(again.entities == model.entities)
+        #expect(again.name == model.name && again.version == model.version && again.versionHash == model.versionHash)
+        let json = folder.directory.appendingPathComponent("shop.json")
+        try Data(model.jsonValue.serialized().utf8).write(to: json)
+        let fromJSON = try ManagedObjectModel(contentsOf: json)
+        #expect(fromJSON.versionHash == model.versionHash && fromJSON.entities == model.entities)
+        // The task tracker, written in JSON, goes through Xcode's format unchanged too.
+        let tracker = ManagedObjectModel.taskTracker()
+        let trackerFolder = folder.directory.appendingPathComponent("Tracker.xcdatamodel")
+        try FileManager.default.createDirectory(at: trackerFolder, withIntermediateDirectories: true)
+        try Data(try tracker.xcodeModelContents().utf8).write(to: trackerFolder.appendingPathComponent("contents"))
+        #expect(try ManagedObjectModel(contentsOf: trackerFolder).versionHash == tracker.versionHash)
+    }
+
+    @Test("what Xcode's format cannot hold is refused when writing it, not left out")
+    func writeRefusal() throws {
+        let model = try ManagedObjectModel(name: "Blobs", entities: [EntityDescription(name: "Blob", attributes: [
+            AttributeDescription(name: "data", type: .binary, defaultValue: .binary(Data([1, 2]))),
+        ])])
+        #expect(throws: ModelError.self) { _ = try model.xcodeModelContents() }
+    }
+
     // MARK: Real models (../shared/coredata-models, when present)
 
     static let realModels = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -4,18 +4,21 @@ extension ManagedObjectModel {
     /// The model in the file or bundle at `url` [NSManagedObjectModel(contentsOf:)]: the JSON
     /// model format (`.json`), a model Xcode's editor wrote (`.xcdatamodel`), or a versioned
     /// model (`.xcdatamodeld`), of which the version its `.xccurrentversion` names (or its only
-    /// version). An Xcode model takes the bundle's name, and as its version the position of the
-    /// current version among the bundle's in Xcode's order ("Model", "Model 2", ...): a store
-    /// made from an earlier version is migrated from the model it records.
+    /// version). An Xcode model takes the bundle's (or folder's) name, and as its version the
+    /// position of the current version among the bundle's in Xcode's order ("Model",
+    /// "Model 2", ...), or for a folder on its own its model version identifier when that is a
+    /// number (else 1): a store made from an earlier version is migrated from the model it records.
     public convenience init(contentsOf url: URL) throws(ModelError) {
         switch url.pathExtension.lowercased() {
         case "xcdatamodeld":
             let (version, number) = try Self.currentVersion(of: url)
-            let entities = try Self.xcodeEntities(at: version)
+            let (entities, _) = try Self.xcodeEntities(at: version)
             try self.init(name: url.deletingPathExtension().lastPathComponent, version: number, entities: entities)
         case "xcdatamodel":
-            let entities = try Self.xcodeEntities(at: url)
-            try self.init(name: url.deletingPathExtension().lastPathComponent, version: 1, entities: entities)
+            let (entities, identifier) = try Self.xcodeEntities(at: url)
+            // A folder on its own: version 1, unless its "Model Version Identifier" is a number
+            // (what `xcodeModelContents` writes there).
+            try self.init(name: url.deletingPathExtension().lastPathComponent, version: identifier.flatMap { Int($0) } ?? 1, entities: entities)
         default:
             let data: Data
             do { data = try Data(contentsOf: url) } catch {
@@ -25,8 +28,9 @@ extension ManagedObjectModel {
         }
     }
 
-    /// The entities of the `.xcdatamodel` folder at `url` (its `contents` file).
-    private static func xcodeEntities(at url: URL) throws(ModelError) -> [EntityDescription] {
+    /// The entities of the `.xcdatamodel` folder at `url` (its `contents` file), and its model
+    /// version identifier.
+    private static func xcodeEntities(at url: URL) throws(ModelError) -> ([EntityDescription], String?) {
         let contents = url.appendingPathComponent("contents")
         let data: Data
         do { data = try Data(contentsOf: contents) } catch {
@@ -38,7 +42,7 @@ extension ManagedObjectModel {
         }
         let (entities, problems) = XcodeModelReader.entities(of: root)
         guard problems.isEmpty else { throw ModelError(problems) }
-        return entities
+        return (entities, root[attribute: "userDefinedModelVersionIdentifier"])
     }
 
     /// The version folder of the `.xcdatamodeld` bundle at `url` that is current, and its number.

@@ -1,0 +1,42 @@
+import Foundation
+import ManagedStore
+
+/// A model as plain-text tables (`managedstore model describe`): per entity its attributes and
+/// relationships, then its uniqueness constraints and indexes.
+enum ModelDescription {
+    static func text(of model: ManagedObjectModel) -> String {
+        var out = "\(model.name) version \(model.version): \(model.entities.count) entities\n"
+        for entity in model.entities {
+            out += "\n\(entity.name)" + (entity.renamingIdentifier.map { " (was \($0))" } ?? "") + "\n"
+            var rows = [["property", "kind", "type", "optional", "default", "rules"]]
+            for a in entity.attributes {
+                var rules: [String] = []
+                if let v = a.minValue { rules.append("min " + v.jsonValue.serialized()) }
+                if let v = a.maxValue { rules.append("max " + v.jsonValue.serialized()) }
+                if let v = a.minLength { rules.append("minLength \(v)") }
+                if let v = a.maxLength { rules.append("maxLength \(v)") }
+                if let v = a.pattern { rules.append("pattern \(v)") }
+                if let v = a.renamingIdentifier { rules.append("was \(v)") }
+                rows.append([a.name, "attribute", a.type.rawValue, a.isOptional ? "yes" : "no", a.defaultValue.isNull ? "" : a.defaultValue.jsonValue.serialized(),
+                             rules.joined(separator: ", ")])
+            }
+            for r in entity.relationships {
+                let rules = ["inverse \(r.inverse)", "delete \(r.deleteRule.rawValue)"] + (r.renamingIdentifier.map { ["was \($0)"] } ?? [])
+                rows.append([r.name, r.isToMany ? "to-many" : "to-one", r.destination, r.isOptional ? "yes" : "no", "", rules.joined(separator: ", ")])
+            }
+            out += table(rows)
+            for constraint in entity.uniquenessConstraints { out += "  unique (\(constraint.joined(separator: ", ")))\n" }
+            for index in entity.indexes { out += "  index (\(index.joined(separator: ", ")))\n" }
+        }
+        return out
+    }
+
+    /// Rows as columns padded to their widest cell, the first row a header.
+    private static func table(_ rows: [[String]]) -> String {
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            "  " + row.enumerated().map { $0.element.padding(toLength: widths[$0.offset], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces) + "\n"
+        }.joined()
+    }
+}
