@@ -7,7 +7,7 @@ struct ModelCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "model",
         abstract: "Check, describe or convert a model (the JSON model format, or Xcode's .xcdatamodel and .xcdatamodeld).",
-        subcommands: [Check.self, Describe.self, Convert.self])
+        subcommands: [Check.self, Describe.self, Convert.self, Schema.self])
 
     struct Check: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -18,11 +18,33 @@ struct ModelCommand: ParsableCommand {
         var model: String
 
         func run() throws {
+            try checkAgainstSchema()
             let loaded = try loadModel(model)
             let relationships = loaded.entities.reduce(0) { $0 + $1.relationships.count }
             let attributes = loaded.entities.reduce(0) { $0 + $1.attributes.count }
             print("ok: \(loaded.name) version \(loaded.version): \(loaded.entities.count) entities, \(attributes) attributes, \(relationships) relationships")
         }
+
+        /// A JSON model is held against the format's JSON Schema first: every violation, with
+        /// where it is, ends the command (exit 2). Xcode's models have no schema to apply.
+        private func checkAgainstSchema() throws {
+            let url = URL(fileURLWithPath: model)
+            guard !["xcdatamodel", "xcdatamodeld"].contains(url.pathExtension.lowercased()),
+                  let data = try? Data(contentsOf: url), let json = try? JSONParser().parse([UInt8](data)),
+                  let schema = try? JSONParser().parse(Array(ModelJSONSchema.text.utf8)) else { return }
+            let violations = JSONSchemaCheck.violations(of: json, against: schema)
+            guard !violations.isEmpty else { return }
+            CommandLog.error("\(model): the model does not follow the model format's schema (managedstore model schema):")
+            for violation in violations { CommandLog.write("  \(violation)\n") }
+            throw ExitCode(2)
+        }
+    }
+
+    struct Schema: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the JSON Schema of the JSON model format (the file openapi/model.schema.json).")
+
+        func run() throws { print(ModelJSONSchema.text) }
     }
 
     struct Describe: ParsableCommand {

@@ -80,7 +80,8 @@ private struct ModelJSONReader {
             problem(nil, nil, "a model is a JSON object with \"name\" and \"entities\"")
             return ("", 1, [])
         }
-        unknownKeys(json, allowed: ["name", "version", "entities"], entity: nil, property: nil)
+        // "$schema" names the JSON Schema for editors (openapi/model.schema.json); it is not read.
+        unknownKeys(json, allowed: ["$schema", "name", "version", "entities"], entity: nil, property: nil)
         let name = json["name"]?.stringValue ?? ""
         if name.isEmpty { problem(nil, nil, "\"name\" must be a non-empty string") }
         var version = 1
