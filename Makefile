@@ -17,7 +17,7 @@ build: deps
 ## make run: the server on the built-in task tracker, store in ./data/demo.sqlite, on 127.0.0.1:$(PORT)
 run: deps
 	$(SWIFT) build -c release --product managedstore
-	./.build/release/managedstore serve --demo --store ./data/demo.sqlite --port $(PORT)
+	./.build/release/managedstore serve $(if $(MODEL),--model $(MODEL),--demo) --store ./data/demo.sqlite --port $(PORT)
 
 ## make demo: the library demo (a background context inserting while another reads)
 demo: deps

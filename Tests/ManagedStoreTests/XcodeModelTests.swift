@@ -263,6 +263,16 @@ struct XcodeModelTests {
         #expect(throws: ModelError.self) { _ = try model.xcodeModelContents() }
     }
 
+    @Test("the demo model ships as models/Tracker.xcdatamodeld and models/tracker.json, both the built-in model")
+    func shippedDemoModel() throws {
+        let models = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../models")
+        let builtIn = ManagedObjectModel.taskTracker()
+        for file in ["Tracker.xcdatamodeld", "tracker.json"] {
+            let model = try ManagedObjectModel(contentsOf: models.appendingPathComponent(file))
+            #expect(model.versionHash == builtIn.versionHash && model.name == builtIn.name && model.version == builtIn.version, "\(file)")
+        }
+    }
+
     // MARK: Real models (../shared/coredata-models, when present)
 
     static let realModels = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
