@@ -84,6 +84,13 @@ let package = Package(
             dependencies: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The typed views `managedstore generate swift` wrote for the demo model (Generated/),
+        // used as an app would use them.
+        .testTarget(
+            name: "TypedModelTests",
+            dependencies: ["ManagedStore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "ManagedStoreServerTests",
             dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport",

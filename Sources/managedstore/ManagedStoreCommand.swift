@@ -10,7 +10,7 @@ struct ManagedStoreCommand: AsyncParsableCommand {
         commandName: "managedstore",
         abstract: "Core Data's object store for Linux: a Swift library and its command line.",
         version: version,
-        subcommands: [ServeCommand.self, ModelCommand.self, ImportCommand.self, ExportCommand.self, DemoCommand.self, TokenCommand.self,
+        subcommands: [ServeCommand.self, ModelCommand.self, GenerateCommand.self, ImportCommand.self, ExportCommand.self, DemoCommand.self, TokenCommand.self,
                       HealthcheckCommand.self, MigrateCommand.self, CheckCommand.self])
 
     /// Parses the command line with the settings the environment adds (EnvironmentArguments.swift),

@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+/// `managedstore generate swift`: the demo model's views in Tests/TypedModelTests/Generated are
+/// what the command writes, and a wrong type in a predicate or a property does not compile.
+@Suite("managedstore generate swift")
+struct TypedGenerationTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
+    static let generated = root.appendingPathComponent("Tests/TypedModelTests/Generated")
+
+    @Test("the views the typed tests compile are the command's output for the shipped demo model, unchanged")
+    func generatedFilesAreCurrent() throws {
+        let folder = TemporaryFolder()
+        let run = try ServerProcess.run(["generate", "swift", "--model", Self.root.appendingPathComponent("models/Tracker.xcdatamodeld").path,
+                                         "--output", folder.url.path, "--access", "internal"])
+        #expect(run.status == 0, "\(run)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: Self.generated.path).sorted()
+        #expect(names == ["Project.swift", "Tag.swift", "Task.swift"])
+        for name in names {
+            let fresh = try String(contentsOf: folder.url.appendingPathComponent(name), encoding: .utf8)
+            let kept = try String(contentsOf: Self.generated.appendingPathComponent(name), encoding: .utf8)
+            #expect(fresh == kept, "\(name) is stale: managedstore generate swift --model models/Tracker.xcdatamodeld --output Tests/TypedModelTests/Generated --access internal")
+        }
+        let refused = try ServerProcess.run(["generate", "swift", "--model", Self.keywordModel(folder), "--output", folder.url.path])
+        #expect(refused.status == 2 && refused.stderr.contains("Item.default: is a Swift keyword"), "\(refused)")
+    }
+
+    static func keywordModel(_ folder: TemporaryFolder) throws -> String {
+        let path = folder.url.appendingPathComponent("keywords.json").path
+        try Data(#"{"name": "K", "entities": [{"name": "Item", "attributes": [{"name": "default", "type": "string"}]}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Type-checks `code` with the generated views against the built ManagedStore module; the
+    /// compiler's status and its diagnostics.
+    static func typecheck(_ code: String) throws -> (status: Int32, output: String) {
+        let folder = TemporaryFolder()
+        for name in try FileManager.default.contentsOfDirectory(atPath: generated.path) {
+            try FileManager.default.copyItem(at: generated.appendingPathComponent(name), to: folder.url.appendingPathComponent(name))
+        }
+        try Data(("import Foundation\nimport ManagedStore\n" + code).utf8).write(to: folder.url.appendingPathComponent("use.swift"))
+        let modules = try ServerProcess.executable.deletingLastPathComponent().appendingPathComponent("Modules").path
+        let sources = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).map { folder.url.appendingPathComponent($0).path }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules]
+            + ["CSQLite", "CPostgreSQL", "CMicroHTTPD"].flatMap { ["-I", root.appendingPathComponent("Sources/\($0)").path] }
+            + ["-Xcc", "-I/usr/include/postgresql"] + sources
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    @Test("typed predicates and properties compile with the right types and not with wrong ones")
+    func wrongTypesDoNotCompile() throws {
+        let right = try Self.typecheck("""
+            func use(_ context: ManagedObjectContext) throws -> [Task] {
+                let task = Task.insert(into: context)
+                task.priority = 3
+                task.title = "Launch"
+                return try Task.fetch(in: context, where: Task.priority >= 3 && Task.title.beginsWith("L"), sortedBy: [Task.priority.descending])
+            }
+            """)
+        #expect(right.status == 0, "the right types must compile: \(right.output)")
+        for (code, diagnostic) in [
+            ("func f() -> ObjectPredicate { Task.priority >= \"three\" }", "cannot be applied to operands of type 'TypedAttribute<Task, Int64>' and 'String'"),
+            ("func f() -> ObjectPredicate { Task.title == 5 }", "TypedAttribute<Task, String>"),
+            ("func f(_ task: Task) { task.priority = \"high\" }", "cannot assign value of type 'String' to type 'Int64'"),
+            ("func f(_ task: Task, _ tag: Tag) { task.project = tag }", "cannot assign value of type 'Tag' to type 'Project'"),
+            ("func f() -> ObjectPredicate { Task.done.beginsWith(\"t\") }", "beginsWith"),
+        ] {
+            let wrong = try Self.typecheck(code)
+            #expect(wrong.status != 0 && wrong.output.contains(diagnostic), "\(code) must not compile: \(wrong.output.prefix(600))")
+        }
+    }
+}
