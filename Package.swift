@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "ManagedStore", targets: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL"]),
         .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer"]),
         .executable(name: "managedstore", targets: ["managedstore"]),
+        .plugin(name: "GenerateTypedViews", targets: ["GenerateTypedViews"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -71,6 +72,12 @@ let package = Package(
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Typed entity views at build time, from the models in a target (`managedstore generate swift`).
+        .plugin(
+            name: "GenerateTypedViews",
+            capability: .buildTool(),
+            dependencies: ["managedstore"]
+        ),
         // What both test targets share: the dictionary store (a second implementation of the
         // store protocol), the table of the five merge policies, and the PostgreSQL test database.
         .target(
@@ -90,6 +97,13 @@ let package = Package(
             name: "TypedModelTests",
             dependencies: ["ManagedStore"],
             swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // A model file in the target, its typed views made by the plugin at build time.
+        .testTarget(
+            name: "PluginTypedViewTests",
+            dependencies: ["ManagedStore"],
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: ["GenerateTypedViews"]
         ),
         .testTarget(
             name: "ManagedStoreServerTests",

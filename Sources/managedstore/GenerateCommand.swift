@@ -26,13 +26,17 @@ struct GenerateCommand: ParsableCommand {
         var model: String
 
         @Option(help: "The folder to write <Entity>.swift into (made if missing).")
-        var output: String
+        var output: String?
+
+        @Option(help: "Instead of --output: one file holding every entity's view (what the build plugin asks for).")
+        var file: String?
 
         @Option(help: "The access level of what the files declare: public or internal.")
         var access = "public"
 
         func validate() throws {
             guard access == "public" || access == "internal" else { throw ValidationError("--access must be public or internal") }
+            guard (output == nil) != (file == nil) else { throw ValidationError("give --output DIR (a file per entity) or --file PATH (one file), not both") }
         }
 
         func run() throws {
@@ -43,20 +47,26 @@ struct GenerateCommand: ParsableCommand {
                 for problem in problems { CommandLog.write("  \(problem)\n") }
                 throw ExitCode(2)
             }
-            let folder = URL(fileURLWithPath: output)
+            // One file, or a file per entity: each rewritten only when it changes, so that a
+            // build does not compile it again.
+            let files: [(URL, String)]
+            if let file {
+                let views = loaded.entities.map { SwiftEntityGenerator.file(for: $0, of: loaded, access: access) }
+                files = [(URL(fileURLWithPath: file), SwiftEntityGenerator.combined(views))]
+            } else {
+                let folder = URL(fileURLWithPath: output ?? ".")
+                files = loaded.entities.map { (folder.appendingPathComponent("\($0.name).swift"), SwiftEntityGenerator.file(for: $0, of: loaded, access: access)) }
+            }
             do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                for entity in loaded.entities {
-                    let text = SwiftEntityGenerator.file(for: entity, of: loaded, access: access)
-                    let file = folder.appendingPathComponent("\(entity.name).swift")
-                    // Unchanged files are left as they are, so that a build does not redo them.
-                    if (try? String(contentsOf: file, encoding: .utf8)) != text { try Data(text.utf8).write(to: file, options: .atomic) }
+                for (url, text) in files {
+                    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    if (try? String(contentsOf: url, encoding: .utf8)) != text { try Data(text.utf8).write(to: url, options: .atomic) }
                 }
             } catch {
-                CommandLog.error("cannot write into \(output): \(error.localizedDescription)")
+                CommandLog.error("cannot write \(file ?? output ?? ""): \(error.localizedDescription)")
                 throw ExitCode(1)
             }
-            CommandLog.write("wrote \(loaded.entities.count) files into \(output)\n")
+            CommandLog.write("wrote the views of \(loaded.entities.count) entities into \(file ?? output ?? "")\n")
         }
     }
 }

@@ -86,4 +86,11 @@ enum SwiftEntityGenerator {
         lines.append("}")
         return lines.joined(separator: "\n") + "\n"
     }
+
+    /// Several entities' files as one: the header and imports once.
+    static func combined(_ files: [String]) -> String {
+        guard let first = files.first else { return "" }
+        let header = first.components(separatedBy: "\n").prefix(5).joined(separator: "\n") + "\n"
+        return header + files.map { $0.components(separatedBy: "\n").dropFirst(5).joined(separator: "\n") }.joined(separator: "\n")
+    }
 }
