@@ -16,10 +16,17 @@ PACKAGE=scripts/client/swift
 [ -x "$BIN" ] || { echo "swift client: no $BIN: run \`swift build --product managedstore\` first" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/managedstore-swift-client.XXXXXX")
-pids=()
+# The servers' process IDs go into a file, not a variable: `start` runs inside $(...), a
+# subshell whose variables the EXIT trap never sees (the servers outlived the script so).
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ -f "$work/pids" ]; then
+        while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
+        # Each gets 15 s to stop cleanly (a server stops within its 10 s), then is killed.
+        while read -r pid; do
+            for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+            kill -9 "$pid" 2>/dev/null || true
+        done <"$work/pids"
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -32,7 +39,7 @@ start() {
     shift
     port=$(free_port)
     "$BIN" serve "$@" --store :memory: --port "$port" >"$work/$name.out" 2>"$work/$name.err" &
-    pids+=($!)
+    echo $! >>"$work/pids"
     for _ in $(seq 1 200); do
         if curl -sf "http://127.0.0.1:$port/v1/readyz" >/dev/null 2>&1; then
             echo "http://127.0.0.1:$port"
