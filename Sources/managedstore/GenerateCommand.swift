@@ -51,8 +51,7 @@ struct GenerateCommand: ParsableCommand {
             // build does not compile it again.
             let files: [(URL, String)]
             if let file {
-                let views = loaded.entities.map { SwiftEntityGenerator.file(for: $0, of: loaded, access: access) }
-                files = [(URL(fileURLWithPath: file), SwiftEntityGenerator.combined(views))]
+                files = [(URL(fileURLWithPath: file), SwiftEntityGenerator.combinedFile(of: loaded, access: access))]
             } else {
                 let folder = URL(fileURLWithPath: output ?? ".")
                 files = loaded.entities.map { (folder.appendingPathComponent("\($0.name).swift"), SwiftEntityGenerator.file(for: $0, of: loaded, access: access)) }

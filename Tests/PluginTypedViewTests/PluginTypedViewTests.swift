@@ -6,14 +6,13 @@ import ManagedStore
 /// views (`Author`, `Book`) exist only because the plugin generated them at build time.
 @Suite("Typed views made by the build plugin")
 struct PluginTypedViewTests {
-    static let model: ManagedObjectModel = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Library.model.json")
-        return try! ManagedObjectModel(contentsOf: url)
-    }()
+    static func model() throws -> ManagedObjectModel {
+        try ManagedObjectModel(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Library.model.json"))
+    }
 
     @Test("the generated views insert, link, save and fetch with typed predicates")
     func generatedAtBuildTime() throws {
-        let container = try PersistentContainer(model: Self.model, store: .inMemory)
+        let container = try PersistentContainer(model: try Self.model(), store: .inMemory)
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let author = Author.insert(into: context)

@@ -19,11 +19,11 @@ struct PGStoreOpening {
     func open(creating: Bool, infersMigration: Bool) throws(StoreError) -> (UUID, MigrationPlan) {
         try connection.execute("SELECT pg_advisory_lock(\(PostgreSQLStore.openingLockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(PostgreSQLStore.openingLockKey))") }
-        guard try hasStore() else {
+        guard try Self.hasStore(connection) else {
             guard creating else { throw .cannotOpen(path: location.redacted, message: "the database holds no ManagedStore store") }
             return (try inTransaction { () throws(StoreError) in try create() }, MigrationPlan(steps: []))
         }
-        let stored = try storedModel()
+        let stored = try Self.storedModel(connection, location: location)
         guard stored.hash != schema.model.versionHash else { return (stored.identifier, MigrationPlan(steps: [])) }
         guard infersMigration else {
             throw .modelMismatch(storeModel: stored.name, storeHash: stored.hash, modelHash: schema.model.versionHash, reason: .migrationOff)
@@ -43,8 +43,8 @@ struct PGStoreOpening {
     /// What opening the store with the model would change, read without changing anything
     /// (`managedstore migrate --dry-run`): the steps, or the reasons it cannot be migrated.
     func plan() throws(StoreError) -> MigrationPlan {
-        guard try hasStore() else { throw .notAManagedStore(path: location.redacted) }
-        let stored = try storedModel()
+        guard try Self.hasStore(connection) else { throw .notAManagedStore(path: location.redacted) }
+        let stored = try Self.storedModel(connection, location: location)
         guard stored.hash != schema.model.versionHash else { return MigrationPlan(steps: []) }
         let source = try LightweightMigration.recordedModel(stored.json, hash: stored.hash)
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -61,14 +61,8 @@ struct PGStoreOpening {
         return try LightweightMigration.recordedModel(stored.json, hash: stored.hash)
     }
 
-    private func hasStore() throws(StoreError) -> Bool { try Self.hasStore(connection) }
-
     private static func hasStore(_ connection: PGConnection) throws(StoreError) -> Bool {
         try connection.execute("SELECT to_regclass('_managedstore_store') IS NOT NULL").text(0, 0) == "t"
-    }
-
-    private func storedModel() throws(StoreError) -> (identifier: UUID, name: String, hash: String, json: String) {
-        try Self.storedModel(connection, location: location)
     }
 
     private static func storedModel(_ connection: PGConnection, location: PostgresLocation) throws(StoreError) -> (identifier: UUID, name: String, hash: String, json: String) {

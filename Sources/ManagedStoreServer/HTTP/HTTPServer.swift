@@ -6,9 +6,9 @@ import Foundation
 /// connection and header limits, per-connection timeouts, and suspended connections for
 /// requests answered from another thread.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: `daemon` and `listenSocket` are set in `start` before MHD runs any
-    // callback; afterwards they, `suspended`, `stopping`, `inFlightRequests` and
-    // `inFlightBodyBytes` are only touched under `lock` (whose condition wakes a waiting stop).
+    // @unchecked Sendable: `daemon` is set in `start` before MHD runs any callback; afterwards it,
+    // `suspended`, `stopping`, `inFlightRequests` and `inFlightBodyBytes` are only touched under
+    // `lock` (whose condition wakes a waiting stop).
 
     public struct Configuration: Sendable {
         public var host: String = "127.0.0.1"
@@ -36,7 +36,6 @@ public final class HTTPServer: @unchecked Sendable {
     let handler: HTTPRequestHandler
     let configuration: Configuration
     private var daemon: OpaquePointer?
-    private var listenSocket: Int32 = -1
     /// The port the server listens on.
     public private(set) var port: UInt16 = 0
 
@@ -56,7 +55,8 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds, listens, and starts serving.
     public func start() throws {
-        listenSocket = try Self.listen(host: configuration.host, port: configuration.port)
+        // MHD owns the socket once started (MHD_stop_daemon closes it).
+        let listenSocket = try Self.listen(host: configuration.host, port: configuration.port)
         port = try Self.boundPort(listenSocket)
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue

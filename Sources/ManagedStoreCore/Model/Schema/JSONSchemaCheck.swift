@@ -8,6 +8,9 @@ import Foundation
 package struct JSONSchemaCheck {
     let root: JSONValue
     private(set) var violations: [String] = []
+    /// Each pattern compiled once (a model names many properties against the same one); nil
+    /// for a pattern Swift's Regex cannot compile, which is then left unchecked.
+    private var regexes: [String: Regex<AnyRegexOutput>?] = [:]
 
     package static func violations(of value: JSONValue, against schema: JSONValue) -> [String] {
         var check = JSONSchemaCheck(root: schema)
@@ -36,7 +39,7 @@ package struct JSONSchemaCheck {
             if let least = schema["minLength"]?.int64Value, text.unicodeScalars.count < least {
                 violations.append("\(where_(pointer)): must have at least \(least) character\(least == 1 ? "" : "s")")
             }
-            if let pattern = schema["pattern"]?.stringValue, let regex = try? Regex(pattern), (try? regex.firstMatch(in: text)) == nil {
+            if let pattern = schema["pattern"]?.stringValue, let regex = regex(pattern), (try? regex.firstMatch(in: text)) == nil {
                 violations.append("\(where_(pointer)): \(value.serialized()) does not match \(pattern)")
             }
         }
@@ -65,6 +68,13 @@ package struct JSONSchemaCheck {
                 for (i, item) in items.enumerated() { check(item, itemSchema, at: pointer + "/\(i)", depth: depth + 1) }
             }
         }
+    }
+
+    private mutating func regex(_ pattern: String) -> Regex<AnyRegexOutput>? {
+        if let known = regexes[pattern] { return known }
+        let compiled = try? Regex(pattern)
+        regexes[pattern] = .some(compiled)
+        return compiled
     }
 
     private func where_(_ pointer: String) -> String { pointer.isEmpty ? "the model" : pointer }

@@ -55,24 +55,24 @@ extension ManagedObjectModel {
         } catch {
             throw ModelError([ModelProblem(message: "cannot read \(url.path): \(error.localizedDescription)")])
         }
-        var current: String?
         let marker = url.appendingPathComponent(".xccurrentversion")
+        let current: String?
         if let data = FileManager.default.contents(atPath: marker.path) {
             do {
                 current = try plistString(XMLTreeParser.parse(data), key: "_XCCurrentVersionName")
             } catch {
                 throw ModelError([ModelProblem(message: "\(marker.path) is not the property list Xcode writes: \(error)")])
             }
-            guard let named = current, names.contains(named) else {
-                throw ModelError([ModelProblem(message: "\(marker.path) names \(current ?? "no version"), which the bundle does not hold")])
-            }
-        } else if names.count == 1 {
-            current = names[0]
         } else {
-            throw ModelError([ModelProblem(message: "\(url.path) holds \(names.count) versions and no .xccurrentversion to say which is current")])
+            guard names.count == 1 else {
+                throw ModelError([ModelProblem(message: "\(url.path) holds \(names.count) versions and no .xccurrentversion to say which is current")])
+            }
+            current = names[0]
         }
-        let name = current!
-        return (url.appendingPathComponent(name), names.firstIndex(of: name)! + 1)
+        guard let name = current, let position = names.firstIndex(of: name) else {
+            throw ModelError([ModelProblem(message: "\(marker.path) names \(current ?? "no version"), which the bundle does not hold")])
+        }
+        return (url.appendingPathComponent(name), position + 1)
     }
 
     /// The string under `key` in a property list's top dictionary.
