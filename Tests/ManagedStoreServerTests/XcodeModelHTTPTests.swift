@@ -32,8 +32,18 @@ struct XcodeModelHTTPTests {
         let harness = try ServerHarness(model: model)
         var ids: [String: String] = [:]
         for (n, entity) in model.entities.enumerated() {
-            let body = "{" + entity.attributes.map { "\"\($0.name)\": \(Self.value($0, n))" }.joined(separator: ", ") + "}"
-            let created = try harness.request("POST", "/v1/objects/\(entity.name)", json: body)
+            var members = entity.attributes.map { "\"\($0.name)\": \(Self.value($0, n))" }
+            // A non-optional to-many (ZimFile.bookmarks, .tabs) must hold one object: without it
+            // the insert is 422 too-small, naming each; with the objects made before, it saves.
+            let counted = entity.relationships.filter { ($0.minCount ?? 0) > 0 }
+            if !counted.isEmpty {
+                let refused = try harness.request("POST", "/v1/objects/\(entity.name)", json: "{" + members.joined(separator: ", ") + "}")
+                #expect(refused.status == 422, "\(entity.name): \(refused.text)")
+                let problems = (refused.json?["errors"] as? [[String: Any]] ?? []).map { "\($0["property"] ?? "")=\($0["code"] ?? "")" }
+                #expect(Set(problems) == Set(counted.map { "\($0.name)=too-small" }), "\(problems)")
+                members += try counted.map { "\"\($0.name)\": [\"\(try #require(ids[$0.destination]))\"]" }
+            }
+            let created = try harness.request("POST", "/v1/objects/\(entity.name)", json: "{" + members.joined(separator: ", ") + "}")
             #expect(created.status == 201, "\(entity.name): \(created.text)")
             let id = try #require(created.json?["_id"] as? String)
             ids[entity.name] = id

@@ -589,14 +589,20 @@ struct ModelTests {
         _ = try ManagedObjectModel(name: "M", entities: entities)
     }
 
-    @Test("a to-many relationship cannot be non-optional")
+    @Test("a non-optional to-many relationship means at least one destination (minCount 1), as in Core Data")
     func nonOptionalToMany() {
+        let bs = RelationshipDescription(name: "bs", destination: "B", inverse: "a", isToMany: true, isOptional: false)
+        #expect(bs.minCount == 1 && bs.isOptional)
+        #expect(RelationshipDescription(name: "bs", destination: "B", inverse: "a", isToMany: true, isOptional: false, minCount: 3).minCount == 3)
+        // Set by hand after the initialiser, it is refused with the way out.
+        var unnormalised = bs
+        unnormalised.isOptional = false
         let problems = Self.problems(of: [
-            EntityDescription(name: "A", relationships: [RelationshipDescription(name: "bs", destination: "B", inverse: "a", isToMany: true, isOptional: false)]),
+            EntityDescription(name: "A", relationships: [unnormalised]),
             EntityDescription(name: "B", relationships: [RelationshipDescription(name: "a", destination: "A", inverse: "bs")]),
         ])
         #expect(problems.count == 1)
-        #expect(Self.has(problems, entity: "A", property: "bs", "to-many"))
+        #expect(Self.has(problems, entity: "A", property: "bs", "minCount of 1"))
     }
 
     @Test("text that is not JSON is one problem saying so, with the byte offset")
@@ -624,7 +630,7 @@ struct ModelTests {
         {"name": "M", "versoin": 2, "entities": [
           {"name": "A", "atributes": [],
            "attributes": [{"name": "x", "type": "string", "optinal": false}],
-           "relationships": [{"name": "bs", "destination": "B", "inverse": "a", "toMany": true, "ordered": true}]},
+           "relationships": [{"name": "bs", "destination": "B", "inverse": "a", "toMany": true, "orderd": true}]},
           {"name": "B", "relationships": [{"name": "a", "destination": "A", "inverse": "bs"}]}
         ]}
         """#)
@@ -632,7 +638,7 @@ struct ModelTests {
         #expect(Self.has(problems, entity: nil, property: nil, "\"versoin\""))
         #expect(Self.has(problems, entity: "A", property: nil, "\"atributes\""))
         #expect(Self.has(problems, entity: "A", property: "x", "\"optinal\""))
-        #expect(Self.has(problems, entity: "A", property: "bs", "\"ordered\""))
+        #expect(Self.has(problems, entity: "A", property: "bs", "\"orderd\""))
         #expect(problems.allSatisfy { $0.message.contains("unknown key") })
     }
 

@@ -150,6 +150,7 @@ extension ManagedObjectContext {
         guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
         let relationship = targetEntity.relationships[r]
         if relationship.isToMany {
+            loadForCountRule(targetID, relationship)
             guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
             guard ids.remove(member) != nil else { return }
             target.relationships[r] = .toMany(ids)
@@ -168,6 +169,18 @@ extension ManagedObjectContext {
         }
     }
 
+    /// A to-many with a count rule is loaded before inverse maintenance changes it, so that the
+    /// save sees (and validates) every object whose count changed, as Core Data fires the fault.
+    /// Loading applies this context's pending changes, the one being made included.
+    private func loadForCountRule(_ targetID: ManagedObjectID, _ relationship: Relationship) {
+        guard relationship.description.hasCountRule else { return }
+        let target = object(with: targetID)
+        guard !target.isDeleted else { return }
+        target.fireFaultIfNeeded()
+        guard !target.isInaccessible else { return }
+        _ = toManyValue(of: target, relationship.index)
+    }
+
     /// Whether a loaded to-one value is `id`.
     private func points(_ state: RelationshipState, at id: ManagedObjectID) -> Bool {
         if case .toOne(let target) = state { return target == id }
@@ -179,6 +192,7 @@ extension ManagedObjectContext {
         guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
         let relationship = targetEntity.relationships[r]
         if relationship.isToMany {
+            loadForCountRule(targetID, relationship)
             guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
             guard ids.insert(member).inserted else { return }
             target.relationships[r] = .toMany(ids)

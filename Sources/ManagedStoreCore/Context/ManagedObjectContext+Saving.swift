@@ -144,6 +144,10 @@ extension ManagedObjectContext {
         for object in insertedList { errors += validator.validateForSave(object) }
         // An object whose row vanished is not validated: the store reports it as a conflict.
         for object in updatedList where !object.isFault && !object.isInaccessible { errors += validator.validateForSave(object) }
+        for object in touchedList where object.entity.hasCountRules && !object.isInserted && !object.isDeleted && !object.isFault
+            && !object.isInaccessible && !object.isListedAsUpdated {
+            errors += validator.validateCounts(object)
+        }
         for object in deletedList { errors += validator.validateForDelete(object) }
         // Inserted and deleted again: not written, but a deny rule still refuses the delete.
         for object in discardedInsertList { errors += validator.validateForDelete(object) }

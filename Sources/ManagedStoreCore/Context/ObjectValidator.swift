@@ -47,8 +47,12 @@ struct ObjectValidator {
             } else {
                 return  // never read, so never changed by this context
             }
-        case .toOne(nil) where entity.relationships[index].description.isOptional, .toMany([]):
+        case .toOne(nil) where entity.relationships[index].description.isOptional:
             return  // nothing to check: the common case of a new object
+        case .toMany(let ids) where ids.isEmpty:
+            // Nothing to check but a minimum count: the common case of a new object.
+            if let error = countError(entity.relationships[index], 0, object.objectID) { errors.append(error) }
+            return
         case .toOne(let id): targets = id.map { [$0] } ?? []
         case .toMany(let ids): targets = Array(ids)
         }
@@ -57,12 +61,40 @@ struct ObjectValidator {
             errors.append(ValidationError(objectID: object.objectID, property: relationship.name, code: .missingMandatoryProperty,
                                           message: "\(relationship.name) is required"))
         }
+        if relationship.description.hasCountRule, let error = countError(relationship, targets.count, object.objectID) {
+            errors.append(error)
+        }
         // A destination deleted although its side denies that (delete rule deny) gets its own
         // delete-denied error; saying here too that it is deleted would only repeat it.
         let destinationDenies = context.coordinator.model.schema[relationship.destinationIndex]
             .relationships[relationship.inverseIndex].description.deleteRule == .deny
         for target in targets where context.lookup(target)?.isDeleted == true && !destinationDenies {
             errors.append(.invalidDestination(of: object.objectID, relationship.name, target: target, deleted: true))
+        }
+    }
+
+    /// A to-many holding fewer or more destinations than its count rule allows
+    /// [NSValidationRelationshipLacksMinimumCountError, ...ExceedsMaximumCountError].
+    private func countError(_ relationship: Relationship, _ count: Int, _ id: ManagedObjectID) -> ValidationError? {
+        let rule = relationship.description
+        let plural = { (n: Int) in n == 1 ? "1 object" : "\(n) objects" }
+        if let least = rule.minCount, count < least {
+            return ValidationError(objectID: id, property: rule.name, code: .tooSmall,
+                                   message: "\(rule.name) must hold at least \(plural(least)); it holds \(count)")
+        }
+        if let most = rule.maxCount, count > most {
+            return ValidationError(objectID: id, property: rule.name, code: .tooLarge,
+                                   message: "\(rule.name) may hold at most \(plural(most)); it holds \(count)")
+        }
+        return nil
+    }
+
+    /// An object changed only through inverse maintenance (a destination joined or left one of
+    /// its to-many relationships): its count rules still apply.
+    func validateCounts(_ object: ManagedObject) -> [ValidationError] {
+        object.entity.relationships.compactMap { relationship in
+            guard relationship.description.hasCountRule, case .toMany(let ids) = object.relationships[relationship.index] else { return nil }
+            return countError(relationship, ids.count, object.objectID)
         }
     }
 

@@ -58,6 +58,9 @@ extension ManagedObjectModel {
                                             ("toMany", .bool(r.isToMany)), ("inverse", .string(r.inverse)),
                                             ("deleteRule", .string(r.deleteRule.rawValue))]
             if !r.isOptional { m.append(("optional", .bool(false))) }
+            if let v = r.minCount { m.append(("minCount", .number(String(v)))) }
+            if let v = r.maxCount { m.append(("maxCount", .number(String(v)))) }
+            if r.isOrdered { m.append(("ordered", .bool(true))) }
             return .object(m + renaming(r.renamingIdentifier))
         })))
         let lists = { (l: [[String]]) in JSONValue.array(l.map { .array($0.map(JSONValue.string)) }) }
@@ -187,7 +190,8 @@ private struct ModelJSONReader {
             problem(entity, nil, "a relationship has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "destination", "inverse", "toMany", "deleteRule", "optional", "renamingIdentifier"],
+        unknownKeys(json, allowed: ["name", "destination", "inverse", "toMany", "deleteRule", "optional", "minCount", "maxCount",
+                                    "ordered", "renamingIdentifier"],
                     entity: entity, property: name)
         guard let destination = json["destination"]?.stringValue else {
             problem(entity, name, "missing \"destination\"")
@@ -197,14 +201,23 @@ private struct ModelJSONReader {
             problem(entity, name, "missing \"inverse\": every relationship names its inverse")
             return nil
         }
-        var rel = RelationshipDescription(name: name, destination: destination, inverse: inverse,
+        func flag(_ key: String) -> Bool? {
+            guard let v = json[key] else { return nil }
+            if let b = v.boolValue { return b }
+            problem(entity, name, "\"\(key)\" must be true or false")
+            return nil
+        }
+        func count(_ key: String) -> Int? {
+            guard let v = json[key] else { return nil }
+            if let n = v.int64Value, let i = Int(exactly: n), i >= 0 { return i }
+            problem(entity, name, "\"\(key)\" must be a non-negative integer")
+            return nil
+        }
+        // Through the initialiser, so that a non-optional to-many reads as at least one.
+        var rel = RelationshipDescription(name: name, destination: destination, inverse: inverse, isToMany: flag("toMany") ?? false,
+                                          isOptional: flag("optional") ?? true, minCount: count("minCount"), maxCount: count("maxCount"),
+                                          isOrdered: flag("ordered") ?? false,
                                           renamingIdentifier: readRenamingIdentifier(json, entity: entity, property: name))
-        if let v = json["toMany"] {
-            if let b = v.boolValue { rel.isToMany = b } else { problem(entity, name, "\"toMany\" must be true or false") }
-        }
-        if let v = json["optional"] {
-            if let b = v.boolValue { rel.isOptional = b } else { problem(entity, name, "\"optional\" must be true or false") }
-        }
         if let v = json["deleteRule"] {
             if let s = v.stringValue, let rule = DeleteRule(rawValue: s) { rel.deleteRule = rule } else {
                 problem(entity, name, "\"deleteRule\" must be one of nullify, cascade, deny, noAction")

@@ -159,7 +159,10 @@ struct ModelChecker {
             if inverse.destination != entity.name || inverse.inverse != rel.name {
                 problem(rel.name, "inverse \(destination.name).\(inverse.name) does not point back to \(entity.name).\(rel.name)")
             }
-            if rel.isToMany && !rel.isOptional { problem(rel.name, "a to-many relationship cannot be non-optional") }
+            if rel.isToMany && !rel.isOptional {
+                problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")
+            }
+            problems += countProblems(rel).map { ModelProblem(entity: entity.name, property: rel.name, message: $0) }
         }
         for (kind, lists) in [("uniqueness constraint", entity.uniquenessConstraints), ("index", entity.indexes)] {
             for list in lists {
@@ -197,6 +200,24 @@ struct ModelChecker {
         }
         if let pattern = attribute.pattern, let error = WholeStringRegex.shared.error(pattern) {
             problem("'pattern' is not a valid regular expression: \(error)")
+        }
+        return problems
+    }
+
+    /// What is wrong with a relationship's count rule and order, if anything.
+    func countProblems(_ rel: RelationshipDescription) -> [String] {
+        var problems: [String] = []
+        if !rel.isToMany {
+            if rel.hasCountRule { problems.append("'minCount' and 'maxCount' apply to to-many relationships only") }
+            if rel.isOrdered { problems.append("'ordered' applies to to-many relationships only") }
+            return problems
+        }
+        if rel.isOrdered { problems.append("ordered to-many relationships are not supported yet") }
+        for (key, count) in [("minCount", rel.minCount), ("maxCount", rel.maxCount)] {
+            if let count, count < 0 { problems.append("'\(key)' is negative") }
+        }
+        if let minCount = rel.minCount, let maxCount = rel.maxCount, minCount > maxCount {
+            problems.append("'minCount' is greater than 'maxCount'")
         }
         return problems
     }

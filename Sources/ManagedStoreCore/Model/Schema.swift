@@ -59,6 +59,9 @@ package final class Entity: Sendable {
     /// Per attribute: whether it has a range, length or pattern rule (validation beyond its
     /// type and optionality).
     let attributeHasRules: [Bool]
+    /// Whether a to-many relationship has a minimum or maximum count, which inverse maintenance
+    /// must keep checkable.
+    let hasCountRules: Bool
     /// The relationships of a new object (no destinations), shared by every insert until written.
     let emptyRelationships: [RelationshipState]
     /// The entity as its author described it.
@@ -88,6 +91,7 @@ package final class Entity: Sendable {
         self.attributeHasRules = description.attributes.map {
             $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil || $0.pattern != nil
         }
+        self.hasCountRules = relationships.contains { $0.description.hasCountRule }
         self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         self.descriptionValue = description
     }

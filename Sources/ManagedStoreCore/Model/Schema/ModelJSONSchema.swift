@@ -72,7 +72,10 @@ package enum ModelJSONSchema {
                 "inverse": {"$ref": "#/$defs/identifier", "description": "The destination's relationship back: every relationship has one."},
                 "toMany": {"type": "boolean", "description": "A to-many relationship (false when left out: to-one)."},
                 "deleteRule": {"enum": ["nullify", "cascade", "deny", "noAction"], "description": "What deleting an object does to its destinations (nullify when left out)."},
-                "optional": {"type": "boolean", "description": "For a to-one: whether an object may be saved without a destination (true when left out)."},
+                "optional": {"type": "boolean", "description": "Whether an object may be saved without a destination (true when left out); a non-optional to-many means minCount 1, as in Core Data."},
+                "minCount": {"type": "integer", "minimum": 0, "description": "For a to-many: the fewest destinations a saved object may hold."},
+                "maxCount": {"type": "integer", "minimum": 0, "description": "For a to-many: the most destinations a saved object may hold."},
+                "ordered": {"type": "boolean", "description": "For a to-many: its destinations keep the order they were given (false when left out)."},
                 "renamingIdentifier": {"$ref": "#/$defs/renamingIdentifier"}
               }
             },

@@ -8,7 +8,7 @@ import Foundation
 /// naming the entity, the property and the reason, never dropped: Transformable and other
 /// attribute types whose values only the app's classes know, transient and derived attributes,
 /// fetched properties, stored fetch requests, configurations, relationships without an
-/// inverse; and for now entity inheritance, ordered to-many relationships and to-many counts.
+/// inverse; and for now entity inheritance.
 /// What only Xcode or code generation uses (class names, scalar types, Spotlight, the
 /// diagram's layout, user info, version hash modifiers) is left aside: it does not change
 /// what is stored.
@@ -195,14 +195,16 @@ package struct XcodeModelReader {
             return nil
         }
         let isToMany = Self.flag(element, "toMany")
-        if isToMany && Self.flag(element, "ordered") {
-            refuse(entity, name, "ordered to-many relationships are not supported yet")
-        }
+        var counts: [String: Int] = [:]
         if isToMany {
+            // Xcode writes maxCount="1" on every to-one; on a to-many, 0 means no limit.
             for key in ["minCount", "maxCount"] {
-                if let count = element[attribute: key], count != "0" {
-                    refuse(entity, name, "a \(key == "minCount" ? "minimum" : "maximum") count (\(count)) on a to-many relationship is not supported yet")
+                guard let text = element[attribute: key] else { continue }
+                guard let count = Int(text), count >= 0 else {
+                    refuse(entity, name, "\(key) \"\(text)\" is not a whole number, 0 or more")
+                    continue
                 }
+                if count > 0 { counts[key] = count }
             }
         }
         let ruleName = element[attribute: "deletionRule"] ?? "Nullify"
@@ -210,8 +212,9 @@ package struct XcodeModelReader {
             refuse(entity, name, "delete rule \(ruleName) is not one of Nullify, Cascade, Deny, No Action")
             return nil
         }
-        // A to-many is never nil: an empty set satisfies it, as in Core Data without a minimum count.
+        // A non-optional to-many means at least one destination, as in Core Data.
         return RelationshipDescription(name: name, destination: destination, inverse: inverse, isToMany: isToMany, deleteRule: rule,
-                                       isOptional: isToMany || Self.flag(element, "optional"), renamingIdentifier: element[attribute: "elementID"])
+                                       isOptional: Self.flag(element, "optional"), minCount: counts["minCount"], maxCount: counts["maxCount"],
+                                       isOrdered: isToMany && Self.flag(element, "ordered"), renamingIdentifier: element[attribute: "elementID"])
     }
 }

@@ -41,8 +41,11 @@ extension ManagedObjectModel {
         for relationship in entity.relationships {
             lines.append("        <relationship" + attributes([
                 ("name", relationship.name), ("optional", relationship.isOptional ? "YES" : nil),
-                ("toMany", relationship.isToMany ? "YES" : nil), ("maxCount", relationship.isToMany ? nil : "1"),
-                ("deletionRule", deleteRuleName(relationship.deleteRule)), ("destinationEntity", relationship.destination),
+                ("toMany", relationship.isToMany ? "YES" : nil),
+                ("minCount", relationship.minCount.map(String.init)),
+                ("maxCount", relationship.isToMany ? relationship.maxCount.map(String.init) : "1"),
+                ("deletionRule", deleteRuleName(relationship.deleteRule)), ("ordered", relationship.isOrdered ? "YES" : nil),
+                ("destinationEntity", relationship.destination),
                 ("inverseName", relationship.inverse), ("inverseEntity", relationship.destination), ("elementID", relationship.renamingIdentifier),
             ]) + "/>")
         }
