@@ -32,19 +32,7 @@ struct RelationshipCountTests {
 
     /// The validation errors of a save that must fail.
     static func failingSave(_ context: ManagedObjectContext, sourceLocation: SourceLocation = #_sourceLocation) -> Set<Broken> {
-        context.performAndWait {
-            do {
-                try context.save()
-                Issue.record("the save succeeded but should have failed validation", sourceLocation: sourceLocation)
-                return []
-            } catch {
-                guard case SaveError.validation(let errors) = error else {
-                    Issue.record("expected SaveError.validation, got \(error)", sourceLocation: sourceLocation)
-                    return []
-                }
-                return Set(errors.map { Broken(id: $0.objectID, property: $0.property, code: $0.code) })
-            }
-        }
+        Set(ValidationTests.failingSave(context, sourceLocation: sourceLocation).map { Broken(id: $0.objectID, property: $0.property, code: $0.code) })
     }
 
     /// Saves a team with `count` members; returns the team's and the members' IDs.
