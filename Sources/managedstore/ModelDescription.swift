@@ -21,7 +21,11 @@ enum ModelDescription {
                              rules.joined(separator: ", ")])
             }
             for r in entity.relationships {
-                let rules = ["inverse \(r.inverse)", "delete \(r.deleteRule.rawValue)"] + (r.renamingIdentifier.map { ["was \($0)"] } ?? [])
+                var rules = ["inverse \(r.inverse)", "delete \(r.deleteRule.rawValue)"]
+                if r.isOrdered { rules.append("ordered") }
+                if let v = r.minCount { rules.append("min count \(v)") }
+                if let v = r.maxCount { rules.append("max count \(v)") }
+                if let v = r.renamingIdentifier { rules.append("was \(v)") }
                 rows.append([r.name, r.isToMany ? "to-many" : "to-one", r.destination, r.isOptional ? "yes" : "no", "", rules.joined(separator: ", ")])
             }
             out += table(rows)

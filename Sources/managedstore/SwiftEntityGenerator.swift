@@ -94,11 +94,12 @@ enum SwiftEntityGenerator {
             let destination = relationship.destination
             lines += [
                 "",
+                relationship.isOrdered ? "    /// Ordered: read in its own order; setting it sets the order." : nil,
                 "    \(a)static let \(relationship.name) = TypedRelationship<\(entity.name), \(destination)>(\"\(relationship.name)\")",
                 relationship.isToMany
                     ? "    \(a)var \(relationship.name): [\(destination)] {\n        get { destinations(Self.\(relationship.name)) }\n        nonmutating set { setDestinations(newValue, for: Self.\(relationship.name)) }\n    }"
                     : "    \(a)var \(relationship.name): \(destination)? {\n        get { destination(Self.\(relationship.name)) }\n        nonmutating set { setDestination(newValue, for: Self.\(relationship.name)) }\n    }",
-            ]
+            ].compactMap { $0 }
         }
         lines.append("}")
         return lines.joined(separator: "\n") + "\n"

@@ -78,4 +78,40 @@ struct XcodeModelHTTPTests {
         #expect(tab.status == 200 && tab.json?["zimFile"] is NSNull, "ZimFile.tabs nullifies")
         #expect(try harness.request("DELETE", "/v1/objects/\(ids["Tab"]!)").status == 204)
     }
+
+    @Test("DuckDuckGo's Bookmarks model: created, read, changed and deleted; its ordered relationships answer in the order written, a PATCH reorders",
+          .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
+    func bookmarksOverHTTP() throws {
+        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent("Bookmarks.xcdatamodeld"))
+        let harness = try ServerHarness(model: model)
+        func create(_ title: String, folder: Bool, _ extra: String = "") throws -> String {
+            let created = try harness.request("POST", "/v1/objects/BookmarkEntity",
+                                              json: #"{"title": "\#(title)", "uuid": "\#(UUID().uuidString)", "isFolder": \#(folder)\#(extra)}"#)
+            #expect(created.status == 201, "\(created.text)")
+            return try #require(created.json?["_id"] as? String)
+        }
+        let marks = try ["a", "b", "c"].map { try create($0, folder: false) }
+        let list = { (ids: [String]) in "[" + ids.map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
+        let folder = try create("root", folder: true, #", "children": \#(list([marks[2], marks[0], marks[1]])), "favorites": \#(list([marks[1], marks[2]]))"#)
+        var read = try harness.request("GET", "/v1/objects/\(folder)")
+        #expect(read.json?["children"] as? [String] == [marks[2], marks[0], marks[1]])
+        #expect(read.json?["favorites"] as? [String] == [marks[1], marks[2]])
+        #expect(try harness.request("GET", "/v1/objects/\(marks[0])").json?["parent"] as? String == folder)
+        #expect(try harness.request("GET", "/v1/objects/\(marks[1])").json?["favoriteFolders"] as? [String] == [folder])
+
+        let patched = try harness.request("PATCH", "/v1/objects/\(folder)", json: #"{"children": \#(list([marks[1], marks[2], marks[0]]))}"#,
+                                          headers: [("If-Match", "\"1\"")])
+        #expect(patched.status == 200 && patched.json?["children"] as? [String] == [marks[1], marks[2], marks[0]], "\(patched.text)")
+        #expect(patched.json?["_version"] as? Int == 2, "a new order is a change of the folder")
+        // A bookmark that joins from its side goes last.
+        let late = try create("d", folder: false)
+        #expect(try harness.request("PATCH", "/v1/objects/\(late)", json: #"{"parent": "\#(folder)"}"#).status == 200)
+        read = try harness.request("GET", "/v1/objects/\(folder)")
+        #expect(read.json?["children"] as? [String] == [marks[1], marks[2], marks[0], late])
+        let listed = try harness.request("GET", "/v1/objects/BookmarkEntity?where=isFolder==true").json?["objects"] as? [[String: Any]]
+        #expect(listed?.first?["children"] as? [String] == [marks[1], marks[2], marks[0], late], "a list answers in the same order")
+        // Deleting the folder cascades to its children (BookmarkEntity.children is Cascade).
+        #expect(try harness.request("DELETE", "/v1/objects/\(folder)").status == 204)
+        for id in marks + [late] { #expect(try harness.request("GET", "/v1/objects/\(id)").status == 404) }
+    }
 }

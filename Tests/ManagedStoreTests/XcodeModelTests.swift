@@ -308,14 +308,72 @@ struct XcodeModelTests {
         let bookmarks = try container.viewContext.performAndWait { try container.viewContext.count(for: FetchRequest(entityName: "Bookmark")) }
         #expect(bookmarks == 1)
 
-        for (bundle, named) in [("Bookmarks.xcdatamodeld", "BookmarkEntity.children: ordered to-many relationships are not supported yet"),
-                                ("Moody.xcdatamodeld", "Region: is abstract: entity inheritance is not supported yet"),
+        for (bundle, named) in [("Moody.xcdatamodeld", "Region: is abstract: entity inheritance is not supported yet"),
                                 ("Mogenerator.xcdatamodel", "entity inheritance is not supported yet")] {
             #expect {
                 _ = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent(bundle))
             } throws: { error in
                 (error as? ModelError)?.problems.contains { $0.description.contains(named) } ?? false
             }
+        }
+    }
+
+    @Test("DuckDuckGo's Bookmarks (six versions, ordered relationships): children in their order; versions 1 to 3 and 4 to 6 migrate, 3 to 4 is refused with the reason",
+          .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
+    func bookmarksModel() throws {
+        let bundle = Self.realModels.appendingPathComponent("Bookmarks.xcdatamodeld")
+        let current = try ManagedObjectModel(contentsOf: bundle)
+        #expect(current.name == "Bookmarks" && current.version == 6)
+        let entity = try #require(current.entity(named: "BookmarkEntity"))
+        #expect(entity.relationships.filter(\.isOrdered).map(\.name) == ["children", "favorites"])
+        // Through Xcode's format and the JSON format and back: the same model, order flags included.
+        let folder = TemporaryStore()
+        let written = folder.directory.appendingPathComponent("Again.xcdatamodel")
+        try FileManager.default.createDirectory(at: written, withIntermediateDirectories: true)
+        try Data(try current.xcodeModelContents().utf8).write(to: written.appendingPathComponent("contents"))
+        #expect(try ManagedObjectModel(contentsOf: written).entities == current.entities)
+        #expect(try ManagedObjectModel(json: current.jsonValue).versionHash == current.versionHash)
+        func version(_ name: String) throws -> ManagedObjectModel { try ManagedObjectModel(contentsOf: bundle.appendingPathComponent(name)) }
+
+        /// Saves a folder whose children are in the reverse of their key order; returns the folder.
+        func seed(_ container: PersistentContainer, flag: String?) throws -> ManagedObjectID {
+            try container.viewContext.performAndWait {
+                let context = container.viewContext
+                func bookmark(_ title: String, folder: Bool) -> ManagedObject {
+                    let object = context.insertNewObject(forEntityName: "BookmarkEntity")
+                    object.setValue(title, forKey: "title")
+                    object.setValue(UUID().uuidString, forKey: "uuid")
+                    object.setValue(folder, forKey: "isFolder")
+                    if let flag { object.setValue(false, forKey: flag) }
+                    return object
+                }
+                let folder = bookmark("root", folder: true)
+                folder.setObjects(["c", "b", "a"].map { bookmark($0, folder: false) }, forKey: "children")
+                try context.save()
+                return folder.objectID
+            }
+        }
+        func childTitles(_ container: PersistentContainer, _ folder: ManagedObjectID) throws -> [String] {
+            let context = container.newBackgroundContext()
+            return try context.performAndWait {
+                try context.existingObject(with: folder).objects(forKey: "children").map { $0.value("title", as: String.self) ?? "?" }
+            }
+        }
+        for (from, to, flag) in [("BookmarksModel.xcdatamodel", "BookmarksModel 3.xcdatamodel", "isFavorite"),
+                                 ("BookmarksModel 4.xcdatamodel", "BookmarksModel 6.xcdatamodel", "isPendingDeletion")] {
+            let store = TemporaryStore()
+            let folder = try seed(try PersistentContainer(model: try version(from), store: .sqlite(store.url)), flag: flag)
+            let migrated = try PersistentContainer(model: try version(to), store: .sqlite(store.url))
+            #expect(!migrated.coordinator.appliedMigration.steps.isEmpty, "\(from) to \(to)")
+            #expect(try childTitles(migrated, folder) == ["c", "b", "a"], "\(from) to \(to): the order survives")
+        }
+        // Version 4 turned the to-one favoriteFolder into the to-many favoriteFolders.
+        let store = TemporaryStore()
+        _ = try seed(try PersistentContainer(model: try version("BookmarksModel 3.xcdatamodel"), store: .sqlite(store.url)), flag: nil)
+        #expect {
+            _ = try PersistentContainer(model: try version("BookmarksModel 4.xcdatamodel"), store: .sqlite(store.url))
+        } throws: { error in
+            "\(error)".contains("favoriteFolders: changed from to-one to to-many")
         }
     }
 }

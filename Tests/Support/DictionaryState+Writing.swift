@@ -69,6 +69,13 @@ extension DictionaryState {
             guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
             links[link.table, default: []].insert(LinkPair(a: a, b: b))
         }
+        for ordering in changes.orderings {
+            guard let owner = resolve(ordering.owner).primaryKey else { continue }
+            let slot = "\(ordering.entity.name).\(ordering.entity.relationships[ordering.relationship].name)"
+            for (place, member) in ordering.members.enumerated() {
+                if let key = resolve(member).primaryKey { places[slot, default: [:]][LinkPair(a: owner, b: key)] = Int64(place) }
+            }
+        }
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 

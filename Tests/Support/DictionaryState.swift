@@ -9,6 +9,9 @@ struct DictionaryState: Sendable {
     var rows: [[Int64: StoredRow]]
     /// Per many-to-many link list (`RelationshipStorage.joinTable`): its links.
     var links: [String: Set<LinkPair>] = [:]
+    /// Per ordered relationship ("Entity.relationship"): each destination's place, by owner
+    /// and destination (`a` the owner, `b` the destination).
+    var places: [String: [LinkPair: Int64]] = [:]
     /// Per entity: the last primary key handed out (keys are never handed out twice).
     var lastKeys: [Int64]
     /// The recorded saves, oldest first.
@@ -51,6 +54,20 @@ struct DictionaryState: Sendable {
     /// The keys of the destinations of `relationship` of the object `key`, ascending: from the
     /// row's own key, the destinations' keys, or the link list.
     func destinationKeys(of entity: Entity, relationship r: Int, key: Int64, model: ManagedObjectModel) -> [Int64] {
+        let keys = storedDestinationKeys(of: entity, relationship: r, key: key, model: model)
+        guard entity.relationships[r].isOrdered, let places = places["\(entity.name).\(entity.relationships[r].name)"] else { return keys }
+        // Placed destinations first, in place order; the others after, by key (as the SQL stores).
+        return keys.sorted { x, y in
+            switch (places[LinkPair(a: key, b: x)], places[LinkPair(a: key, b: y)]) {
+            case let (p?, q?): return p != q ? p < q : x < y
+            case (.some, nil): return true
+            case (nil, .some): return false
+            case (nil, nil): return x < y
+            }
+        }
+    }
+
+    private func storedDestinationKeys(of entity: Entity, relationship r: Int, key: Int64, model: ManagedObjectModel) -> [Int64] {
         let relationship = entity.relationships[r]
         switch relationship.storage {
         case .foreignKey:

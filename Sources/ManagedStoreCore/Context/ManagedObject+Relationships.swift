@@ -30,13 +30,17 @@ extension ManagedObject {
         context.setToOne(self, r, object?.objectID)
     }
 
-    /// The IDs of a to-many relationship's destinations, in primary-key order.
+    /// The IDs of a to-many relationship's destinations, in primary-key order; an ordered
+    /// relationship's in their own order.
     public func objectIDs(forKey key: String) -> [ManagedObjectID] {
         let r = relationshipIndex(key, toMany: true)
-        return requireContext().toManyValue(of: self, r).sortedByKey()
+        let context = requireContext()
+        if entity.relationships[r].isOrdered { return context.orderedValue(of: self, r) }
+        return context.toManyValue(of: self, r).sortedByKey()
     }
 
-    /// The destinations of a to-many relationship, in primary-key order (each a fault until used).
+    /// The destinations of a to-many relationship, in primary-key order; an ordered
+    /// relationship's in their own order (each a fault until used).
     public func objects(forKey key: String) -> [ManagedObject] {
         let context = requireContext()
         return objectIDs(forKey: key).map { context.object(with: $0) }
@@ -48,15 +52,17 @@ extension ManagedObject {
         return requireContext().toManyValue(of: self, r).count
     }
 
-    /// Replaces the destinations of a to-many relationship.
+    /// Replaces the destinations of a to-many relationship; an ordered relationship takes the
+    /// order of `objects` (an object given twice counts once, at its first place).
     public func setObjects(_ objects: [ManagedObject], forKey key: String) {
         let r = relationshipIndex(key, toMany: true)
         let context = requireContext()
         for object in objects { context.checkDestination(object, of: self, r) }
-        context.setToMany(self, r, Set(objects.map(\.objectID)))
+        let ids = objects.map(\.objectID)
+        context.setToMany(self, r, Set(ids), order: entity.relationships[r].isOrdered ? ids : nil)
     }
 
-    /// Adds `object` to a to-many relationship [mutableSetValue(forKey:).add].
+    /// Adds `object` to a to-many relationship (last, in an ordered one) [mutableSetValue(forKey:).add].
     public func addObject(_ object: ManagedObject, toKey key: String) {
         let r = relationshipIndex(key, toMany: true)
         let context = requireContext()

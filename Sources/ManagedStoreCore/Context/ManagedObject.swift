@@ -41,6 +41,12 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// The values as last read from or saved to the store: the cached snapshot of a conflict.
     @exclusivity(unchecked) var committedAttributes: [AttributeValue] = []
     @exclusivity(unchecked) var committedRelationships: [RelationshipState] = []
+    /// The order of the ordered to-many relationships (by relationship index) as this context
+    /// knows it, and as last read or saved. Membership is `relationships`, which wins where the
+    /// two disagree (`ManagedObjectContext.orderedValue`). Empty unless the entity has ordered
+    /// relationships.
+    @exclusivity(unchecked) var destinationOrder: [Int: [ManagedObjectID]] = [:]
+    @exclusivity(unchecked) var committedDestinationOrder: [Int: [ManagedObjectID]] = [:]
     /// The optimistic-locking version the values were read at; 0 while never saved.
     @exclusivity(unchecked) var committedVersion: Int64 = 0
 

@@ -25,6 +25,8 @@ struct ChildChanges {
         let entity: Entity
         let attributes: [AttributeValue]
         let relationships: [RelationshipState]
+        /// The order of each ordered relationship (by index).
+        let orders: [Int: [ManagedObjectID]]
         /// Properties set explicitly (attributes first, then relationships): what a merge
         /// policy of the root's save counts as set by the insert.
         let setProperties: [Int]
@@ -35,6 +37,8 @@ struct ChildChanges {
         /// The attributes and relationships set in the child, with their new values.
         var attributes: [(index: Int, value: AttributeValue)] = []
         var relationships: [(index: Int, value: RelationshipState)] = []
+        /// The order of each ordered relationship among them (by index).
+        var orders: [Int: [ManagedObjectID]] = [:]
         /// The version the child's change is based on, when it says so (`baseVersion`).
         var claimedBaseVersion: Int64?
     }
@@ -69,7 +73,7 @@ extension ManagedObjectContext {
         for object in insertedList {
             let setProperties = (0..<(attributeCount(object) + object.entity.relationships.count)).filter(object.wasSet)
             changes.inserts.append(.init(id: object.objectID, entity: object.entity, attributes: object.attributes,
-                                         relationships: object.relationships, setProperties: setProperties))
+                                         relationships: object.relationships, orders: currentOrders(of: object), setProperties: setProperties))
         }
         var reallyChanged: Set<ManagedObjectID> = []
         for object in updatedList where !object.isFault {
@@ -82,7 +86,10 @@ extension ManagedObjectContext {
             where object.changedRelationships.contains(r) || object.wasSet(attributeCount(object) + r) {
                 if case .unloaded = object.relationships[r] { continue }  // set means loaded; never here
                 update.relationships.append((r, object.relationships[r]))
-                if loadedDestinations(object.relationships[r]) != loadedDestinations(object.committedRelationships[r]) { reallyChanged.insert(object.objectID) }
+                if object.entity.relationships[r].isOrdered { update.orders[r] = orderedValue(of: object, r) }
+                if loadedDestinations(object.relationships[r]) != loadedDestinations(object.committedRelationships[r]) || orderChanged(of: object, r) {
+                    reallyChanged.insert(object.objectID)
+                }
             }
             changes.updates.append(update)
         }
@@ -152,13 +159,15 @@ extension ManagedObjectContext {
         }
         for (object, insert) in inserted {
             // A new object has every relationship empty already: only the others are set.
-            for (r, state) in insert.relationships.enumerated() where !Self.isEmpty(state) { setRelationship(r, of: object, to: state) }
+            for (r, state) in insert.relationships.enumerated() where !Self.isEmpty(state) {
+                setRelationship(r, of: object, to: state, order: insert.orders[r])
+            }
             // The setters mark what they set; an insert brings only what the child set.
             object.clearSetProperties()
             for index in insert.setProperties { object.noteSet(index) }
         }
         for (object, update) in updated {
-            for (r, state) in update.relationships { setRelationship(r, of: object, to: state) }
+            for (r, state) in update.relationships { setRelationship(r, of: object, to: state, order: update.orders[r]) }
         }
         for object in deleted where !object.isDeleted { delete(object) }
 
@@ -202,14 +211,24 @@ extension ManagedObjectContext {
     /// Sets relationship `r` of `object` as the child had it, keeping inverses here in step.
     /// IDs are taken as this context knows them now: an object the child knows by its
     /// temporary ID may have its permanent one here since this context saved.
-    private func setRelationship(_ r: Int, of object: ManagedObject, to state: RelationshipState) {
+    private func setRelationship(_ r: Int, of object: ManagedObject, to state: RelationshipState, order: [ManagedObjectID]?) {
         switch state {
         case .unloaded: return
         case .toOne(let target):
             setToOne(object, r, target.map(currentID))
         case .toMany(let targets):
-            setToMany(object, r, Set(targets.map(currentID)))
+            setToMany(object, r, Set(targets.map(currentID)), order: order?.map(currentID))
         }
+    }
+
+    /// The order of each loaded ordered relationship of `object`, for its parent.
+    private func currentOrders(of object: ManagedObject) -> [Int: [ManagedObjectID]] {
+        guard !object.entity.orderedRelationships.isEmpty else { return [:] }
+        var orders: [Int: [ManagedObjectID]] = [:]
+        for r in object.entity.orderedRelationships {
+            if case .toMany = object.relationships[r] { orders[r] = orderedValue(of: object, r) }
+        }
+        return orders
     }
 
     private static func isEmpty(_ state: RelationshipState) -> Bool {

@@ -33,7 +33,7 @@ extension ManagedObjectContext {
     private func loadRelationship(of object: ManagedObject, _ r: Int) {
         let entity = object.entity
         let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
-        var stored: Set<ManagedObjectID> = []
+        var stored: [ManagedObjectID] = []
         if parent != nil, !object.isInaccessible, !object.isInserted {
             do { stored = try destinationsFromParent(of: object, r) } catch {
                 preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name) through the parent context: \(error)")
@@ -41,7 +41,7 @@ extension ManagedObjectContext {
         } else if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
                 let keys = try readStore { session in try session.destinationKeys(of: entity, relationship: r, key: pk) }
-                stored = Set(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) })
+                stored = keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) }
             } catch {
                 preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name): \(error)")
             }
@@ -49,9 +49,12 @@ extension ManagedObjectContext {
         setLoadedRelationship(of: object, r, stored: stored)
     }
 
-    /// Installs a relationship's stored destinations (from a fault or a prefetch), with this
-    /// context's unsaved changes from the other side applied on top.
-    func setLoadedRelationship(of object: ManagedObject, _ r: Int, stored: Set<ManagedObjectID>) {
+    /// Installs a relationship's stored destinations (from a fault or a prefetch; an ordered
+    /// relationship's in their order), with this context's unsaved changes from the other side
+    /// applied on top.
+    func setLoadedRelationship(of object: ManagedObject, _ r: Int, stored order: [ManagedObjectID]) {
+        let stored = Set(order)
+        if object.entity.relationships[r].isOrdered { noteLoadedOrder(of: object, r, stored: order) }
         let isToMany = object.entity.relationships[r].isToMany
         let current = applyPendingInverseChanges(to: stored, owner: object, r)
         let state = { (ids: Set<ManagedObjectID>) -> RelationshipState in
@@ -130,13 +133,25 @@ extension ManagedObjectContext {
         if let target { link(target, inverse, to: owner.objectID) }
     }
 
-    func setToMany(_ owner: ManagedObject, _ r: Int, _ targets: Set<ManagedObjectID>) {
+    /// Sets a to-many relationship's destinations; `order` is an ordered relationship's new
+    /// order (nil: the members it keeps stay in their order, new ones go last).
+    func setToMany(_ owner: ManagedObject, _ r: Int, _ targets: Set<ManagedObjectID>, order: [ManagedObjectID]? = nil) {
         precondition(!owner.isDeleted, "\(owner.objectID): setting a relationship of a deleted object")
         owner.noteSet(owner.entity.attributes.count + r)
         let old = toManyValue(of: owner, r)
+        let isOrdered = owner.entity.relationships[r].isOrdered
+        if isOrdered, let order, old == targets, order != orderedValue(of: owner, r) {
+            owner.destinationOrder[r] = order  // the same members in another order
+            markChanged(owner, relationship: r)
+            return
+        }
         guard old != targets else {
             if !owner.isInserted { noteUpdated(owner) }  // the next save ends what was set (R)
             return
+        }
+        if isOrdered {
+            owner.destinationOrder[r] = order ?? Self.reconcile(owner.destinationOrder[r] ?? [], with: old)
+                + targets.subtracting(old).sortedByKey()
         }
         owner.relationships[r] = .toMany(targets)
         markChanged(owner, relationship: r)
@@ -150,8 +165,9 @@ extension ManagedObjectContext {
         guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
         let relationship = targetEntity.relationships[r]
         if relationship.isToMany {
-            loadForCountRule(targetID, relationship)
+            loadBeforeInverseChange(targetID, relationship)
             guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
+            if relationship.isOrdered { noteLeft(member, target, r) }
             guard ids.remove(member) != nil else { return }
             target.relationships[r] = .toMany(ids)
             noteTouched(target)
@@ -170,10 +186,11 @@ extension ManagedObjectContext {
     }
 
     /// A to-many with a count rule is loaded before inverse maintenance changes it, so that the
-    /// save sees (and validates) every object whose count changed, as Core Data fires the fault.
+    /// save sees (and validates) every object whose count changed, as Core Data fires the fault;
+    /// an ordered one too, so that a member joining goes last and the new order is written.
     /// Loading applies this context's pending changes, the one being made included.
-    private func loadForCountRule(_ targetID: ManagedObjectID, _ relationship: Relationship) {
-        guard relationship.description.hasCountRule else { return }
+    private func loadBeforeInverseChange(_ targetID: ManagedObjectID, _ relationship: Relationship) {
+        guard relationship.description.hasCountRule || relationship.isOrdered else { return }
         let target = object(with: targetID)
         guard !target.isDeleted else { return }
         target.fireFaultIfNeeded()
@@ -192,8 +209,9 @@ extension ManagedObjectContext {
         guard let targetEntity = coordinator.model.resolvedEntity(named: targetID.entityName) else { return }
         let relationship = targetEntity.relationships[r]
         if relationship.isToMany {
-            loadForCountRule(targetID, relationship)
+            loadBeforeInverseChange(targetID, relationship)
             guard let target = lookup(targetID), !target.isFault, case .toMany(var ids) = target.relationships[r] else { return }
+            if relationship.isOrdered { noteJoined(member, target, r) }
             guard ids.insert(member).inserted else { return }
             target.relationships[r] = .toMany(ids)
             noteTouched(target)

@@ -80,13 +80,16 @@ extension ManagedObjectContext {
 
     /// The destinations of relationship `r` of each of the objects `ids`, for a child: loaded
     /// here if need be, with this context's unsaved changes. Empty for an object it cannot have.
-    func destinationsForChild(_ ids: [ManagedObjectID], relationship r: Int) throws(ContextError) -> [Set<ManagedObjectID>] {
-        var result: [Set<ManagedObjectID>] = []
+    /// An ordered relationship's destinations come in their order.
+    func destinationsForChild(_ ids: [ManagedObjectID], relationship r: Int) throws(ContextError) -> [[ManagedObjectID]] {
+        var result: [[ManagedObjectID]] = []
         result.reserveCapacity(ids.count)
         for id in ids {
             guard let object = try existingObjectForChild(id) else { result.append([]); continue }
-            if object.entity.relationships[r].isToMany {
-                result.append(toManyValue(of: object, r))
+            if object.entity.relationships[r].isOrdered {
+                result.append(orderedValue(of: object, r))
+            } else if object.entity.relationships[r].isToMany {
+                result.append(Array(toManyValue(of: object, r)))
             } else {
                 result.append(toOneValue(of: object, r).map { [$0] } ?? [])
             }
@@ -127,21 +130,22 @@ extension ManagedObjectContext {
             if case .toOne(let id?) = state.relationships[r] { relationships[r] = .toOne(canonicalID(id)) } else { relationships[r] = state.relationships[r] }
         }
         fill(object, version: state.version, attributes: state.attributes, relationships: relationships)
-        for r in entity.relationships.indices where !entity.foreignKeyRelationships.contains(r) {
+        // An ordered relationship stays a fault: the child asks for it (and its order) when used.
+        for r in entity.relationships.indices where !entity.foreignKeyRelationships.contains(r) && !entity.relationships[r].isOrdered {
             switch state.relationships[r] {
             case .unloaded: continue
             case .toOne(let id): setLoadedRelationship(of: object, r, stored: id.map { [canonicalID($0)] } ?? [])
-            case .toMany(let ids): setLoadedRelationship(of: object, r, stored: Set(ids.map(canonicalID)))
+            case .toMany(let ids): setLoadedRelationship(of: object, r, stored: ids.map(canonicalID))
             }
         }
     }
 
     /// Reads the destinations of relationship `r` of `object` from the parent (a child's
     /// relationship fault), before this context's own changes are applied.
-    func destinationsFromParent(of object: ManagedObject, _ r: Int) throws(ContextError) -> Set<ManagedObjectID> {
+    func destinationsFromParent(of object: ManagedObject, _ r: Int) throws(ContextError) -> [ManagedObjectID] {
         let id = object.objectID
         let ids = try askParent(throwing: { parent throws(ContextError) in try parent.destinationsForChild([id], relationship: r) })[0]
-        return Set(ids.map(canonicalID))
+        return ids.map(canonicalID)
     }
 
     // MARK: Temporary IDs replaced up the chain

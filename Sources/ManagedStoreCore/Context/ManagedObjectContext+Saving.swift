@@ -223,6 +223,7 @@ extension ManagedObjectContext {
             changes.inserts.append(ChangeSet.Insert(
                 id: object.objectID, entity: entity, attributes: object.attributes, relationships: object.relationships))
             if entity.hasJoinTables { addLinkChanges(of: object, to: &changes) }
+            if !entity.orderedRelationships.isEmpty { addOrderChanges(of: object, to: &changes) }
         }
         for object in updatedList where !object.isFault {
             let entity = object.entity
@@ -233,10 +234,13 @@ extension ManagedObjectContext {
                 if let position = entity.foreignKeyRelationships.firstIndex(of: r) {
                     if toOneTarget(object.relationships[r]) != toOneTarget(object.committedRelationships[r]) { changedForeignKeys.append(position) }
                 } else {
+                    // A new order of the same members is a change of the object too.
                     otherRelationshipChanged = otherRelationshipChanged || !sameValue(object.relationships[r], object.committedRelationships[r])
+                        || orderChanged(of: object, r)
                 }
             }
             addLinkChanges(of: object, to: &changes)
+            if !entity.orderedRelationships.isEmpty { addOrderChanges(of: object, to: &changes) }
             guard !changedAttributes.isEmpty || !changedForeignKeys.isEmpty || otherRelationshipChanged else { continue }
             changes.updates.append(ChangeSet.Update(
                 id: object.objectID, entity: entity, baseVersion: object.expectedVersion,
@@ -246,6 +250,8 @@ extension ManagedObjectContext {
         }
         for object in touchedList where !object.isInserted && !object.isDeleted && !object.isFault {
             addLinkChanges(of: object, to: &changes)
+            // An object both updated and touched had its orders written above.
+            if !object.entity.orderedRelationships.isEmpty && !object.isListedAsUpdated { addOrderChanges(of: object, to: &changes) }
         }
         for object in deletedList {
             changes.deletes.append(ChangeSet.Delete(id: object.objectID, entity: object.entity, baseVersion: object.expectedVersion))
@@ -270,6 +276,13 @@ extension ManagedObjectContext {
         case let (.toMany(x), .toMany(y)): return x == y
         case (.unloaded, .unloaded): return true
         default: return false
+        }
+    }
+
+    /// The new orders of `object`'s ordered relationships, written whole.
+    private func addOrderChanges(of object: ManagedObject, to changes: inout ChangeSet) {
+        for (r, members) in orderChanges(of: object) {
+            changes.orderings.append(ChangeSet.Ordering(owner: object.objectID, entity: object.entity, relationship: r, members: members))
         }
     }
 
@@ -360,6 +373,7 @@ extension ManagedObjectContext {
         object.isListedAsTouched = false
         object.committedAttributes = object.attributes
         object.committedRelationships = object.relationships
+        commitOrder(of: object)
     }
 
     /// Gives objects their permanent IDs and rewrites every pending reference to them. The
@@ -394,6 +408,10 @@ extension ManagedObjectContext {
         for object in holders {
             object.relationships = object.relationships.map(remap)
             if !object.isInserted { object.committedRelationships = object.committedRelationships.map(remap) }
+            if !object.destinationOrder.isEmpty {
+                object.destinationOrder = object.destinationOrder.mapValues { $0.map { mapping[$0] ?? $0 } }
+                object.committedDestinationOrder = object.committedDestinationOrder.mapValues { $0.map { mapping[$0] ?? $0 } }
+            }
         }
     }
 }

@@ -454,6 +454,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.relationships = relationships
         object.committedAttributes = attributes
         object.committedRelationships = relationships
+        if !object.destinationOrder.isEmpty || !object.committedDestinationOrder.isEmpty { forgetOrder(of: object) }
         object.isFault = false
     }
 
@@ -465,6 +466,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         object.relationships = object.entity.relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         object.committedAttributes = object.attributes
         object.committedRelationships = object.relationships
+        forgetOrder(of: object)
         object.isFault = false
     }
 
@@ -529,6 +531,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         if !object.isFault {
             object.attributes = object.committedAttributes
             object.relationships = object.committedRelationships
+            object.destinationOrder = object.committedDestinationOrder
         }
     }
 
@@ -554,10 +557,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.isInaccessible = false
             object.attributes = []
             object.relationships = []
+            forgetOrder(of: object)
             if hadChanges { updatedList.removeAll { $0 === object }; object.isListedAsUpdated = false }
             return
         }
-        let mine = object.attributes, myRelationships = object.relationships
+        let mine = object.attributes, myRelationships = object.relationships, myOrder = object.destinationOrder
         let changedAttributes = object.changedAttributes, changedRelationships = object.changedRelationships
         if parent != nil {
             guard refreshFromParent(object) else { return }
@@ -570,7 +574,10 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             materialize(object, from: row)
         }
         for a in changedAttributes { object.attributes[a] = mine[a] }
-        for r in changedRelationships { object.relationships[r] = myRelationships[r] }
+        for r in changedRelationships {
+            object.relationships[r] = myRelationships[r]
+            if let order = myOrder[r] { object.destinationOrder[r] = order }
+        }
     }
 }
 

@@ -33,7 +33,8 @@ public struct StoredObjectRow: ~Copyable {
         return found
     }
 
-    /// Calls `body` with each destination of the to-many relationship at `index`, in key order.
+    /// Calls `body` with each destination of the to-many relationship at `index`, in key order
+    /// (an ordered relationship: in its order).
     public func forEachDestination(ofToManyAt index: Int, _ body: (ManagedObjectID) throws -> Void) throws {
         precondition(entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-one")
         try source.forEachDestinationKey(ofRelationship: index) { try body(destinationID(index, $0)) }

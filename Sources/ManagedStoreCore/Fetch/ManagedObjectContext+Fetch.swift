@@ -79,7 +79,7 @@ extension ManagedObjectContext {
                 let ids = (keys[owner.objectID.primaryKey!] ?? []).map {
                     ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
                 }
-                setLoadedRelationship(of: owner, r, stored: Set(ids))
+                setLoadedRelationship(of: owner, r, stored: ids)
             }
         }
     }

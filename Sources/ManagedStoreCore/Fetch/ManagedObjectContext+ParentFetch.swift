@@ -54,13 +54,13 @@ extension ManagedObjectContext {
     /// the parent in one question, with this context's own changes applied.
     func prefetchThroughParent(relationship r: Int, of owners: [ManagedObject]) throws(FetchError) {
         let ids = owners.map(\.objectID)
-        let destinations: [Set<ManagedObjectID>]
+        let destinations: [[ManagedObjectID]]
         do {
             destinations = try askParent(throwing: { parent throws(ContextError) in try parent.destinationsForChild(ids, relationship: r) })
         } catch {
             throw Self.fetchError(error)
         }
-        for (owner, stored) in zip(owners, destinations) { setLoadedRelationship(of: owner, r, stored: Set(stored.map(canonicalID))) }
+        for (owner, stored) in zip(owners, destinations) { setLoadedRelationship(of: owner, r, stored: stored.map(canonicalID)) }
     }
 
     /// A parent's failure to read an object, as the fetch's error.

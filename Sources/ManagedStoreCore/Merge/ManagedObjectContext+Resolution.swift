@@ -168,7 +168,7 @@ extension ManagedObjectContext {
             if changed.contains(relationship.name), let mine {
                 if keepsMine(relationship.name) {
                     // From the store's destinations to this context's: the store's additions leave.
-                    setLoadedRelationship(of: object, r, stored: stored)
+                    setLoadedRelationship(of: object, r, stored: stored.sortedByKey())
                     setRelationship(object, r, to: mine)
                 } else {
                     // From this context's destinations back to the store's: what it moved in
@@ -181,7 +181,7 @@ extension ManagedObjectContext {
                 }
                 continue
             }
-            setLoadedRelationship(of: object, r, stored: stored)
+            setLoadedRelationship(of: object, r, stored: stored.sortedByKey())
             if let before = relationshipsAtBase[r] { setRelationship(object, r, to: before) }
         }
         // What the object sets now (R, should the save conflict again) is what it kept of its

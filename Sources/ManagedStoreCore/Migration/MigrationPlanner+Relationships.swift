@@ -65,6 +65,17 @@ extension MigrationPlanner {
                 refuse("\(entity.name).\(relationship.name): changed from \(Self.kind(was)) to \(Self.kind(relationship)), which cannot be inferred")
                 refused = true
             }
+            for ((entity, relationship), (_, was)) in sides where relationship.isOrdered != was.isOrdered {
+                refuse("\(entity.name).\(relationship.name): \(relationship.isOrdered ? "now" : "no longer") ordered, which cannot be inferred yet")
+                refused = true
+            }
+            // The places of an ordered side are kept under the names of the key or link list
+            // they sit beside; moving those (a rename) is not planned yet.
+            let isOrdered = first.1.isOrdered || second.1.isOrdered
+            if isOrdered, sides.contains(where: { $0.0.1.name != $0.1.1.name }) {
+                refuse("\(first.0.name).\(first.1.name): renaming an ordered relationship or its inverse cannot be inferred yet")
+                refused = true
+            }
             guard !refused else { return }
             for (now, was) in sides { try planKeptRelationship(now, was: was) }
             planStorage(first, second, was: old, oldInverse)
@@ -123,10 +134,15 @@ extension MigrationPlanner {
                                       inverseEntity: second.0.name, inverse: second.1.name, inverseIsToMany: second.1.isToMany))
         switch Self.links(first, second) {
         case let .foreignKey(holder, relationship):
-            // A new entity's table is made with the column.
-            if match.sourceEntity(of: holder) != nil { changes.addColumns.append((holder.name, relationship.name, .key)) }
+            // A new entity's table is made with the column (and the place beside it).
+            if match.sourceEntity(of: holder) != nil {
+                changes.addColumns.append((holder.name, relationship.name, .key))
+                if relationship.inverseIsOrdered { changes.addColumns.append((holder.name, Relationship.positionName(ofKey: relationship.name), .key)) }
+            }
         case let .joinTable(table, _, _):
-            changes.createJoinTables.append(table)
+            let isSelfInverse = first.0 === second.0 && first.1.index == second.1.index
+            let positions = (isSelfInverse ? [first.1] : [first.1, second.1]).compactMap(\.positionName).sorted()
+            changes.createJoinTables.append((table, positions))
         }
     }
 

@@ -27,8 +27,9 @@ package struct SchemaChanges {
     package var addColumns: [(table: String, column: String, kind: ColumnKind)] = []
     /// New entities: their tables (their indexes are in `createIndexes`).
     package var createTables: [Entity] = []
-    /// New many-to-many relationships' join tables.
-    package var createJoinTables: [String] = []
+    /// New many-to-many relationships' join tables, with the place columns of their ordered
+    /// sides (`Relationship.positionName`).
+    package var createJoinTables: [(table: String, positions: [String])] = []
     /// Values written into existing rows once the columns are in place.
     package var fills: [Fill] = []
     /// Destination entities whose indexes are created (after `dropIndexes` and the fills).
@@ -39,7 +40,8 @@ package struct SchemaChanges {
 
     package init() {}
 
-    /// What an added column holds: an attribute's values, or the keys of a to-one's destinations.
+    /// What an added column holds: an attribute's values, or the keys of a to-one's
+    /// destinations (or an object's place in an ordered relationship: an integer too).
     package enum ColumnKind: Equatable {
         case attribute(AttributeType)
         case key

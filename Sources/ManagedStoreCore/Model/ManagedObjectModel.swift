@@ -34,7 +34,7 @@ public final class ManagedObjectModel: Sendable {
                 let inverseIndex = destination.relationships.firstIndex { $0.name == rel.inverse }!  // checked
                 let inverse = destination.relationships[inverseIndex]
                 return Relationship(index: r, description: rel, destinationIndex: destinationIndex,
-                                    inverseIndex: inverseIndex, inverseName: inverse.name,
+                                    inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
                                     storage: Self.storage(entity: entity.name, rel, inverse: inverse))
             }
             return Entity(index: index, description: entity, relationships: relationships)
@@ -212,7 +212,6 @@ struct ModelChecker {
             if rel.isOrdered { problems.append("'ordered' applies to to-many relationships only") }
             return problems
         }
-        if rel.isOrdered { problems.append("ordered to-many relationships are not supported yet") }
         for (key, count) in [("minCount", rel.minCount), ("maxCount", rel.maxCount)] {
             if let count, count < 0 { problems.append("'\(key)' is negative") }
         }

@@ -24,10 +24,36 @@ package struct Relationship: Sendable {
     package let inverseIndex: Int
     /// The inverse's name (a foreign key kept by the destination is named after it).
     package let inverseName: String
+    /// Whether the inverse is an ordered to-many: this object's place in it is kept beside the
+    /// key this side stores (`positionName`).
+    package let inverseIsOrdered: Bool
     package let storage: RelationshipStorage
+
+    /// Where an ordered relationship keeps each destination's place, the same name in every
+    /// store: beside the key the destination's row holds (one-to-many), or in the link list,
+    /// beside this side's key. Nil for every other relationship.
+    package var positionName: String? {
+        guard isOrdered else { return nil }
+        switch storage {
+        case .inverseForeignKey: return Self.positionName(ofKey: inverseName)
+        case .joinTable(_, let isFirstSide): return isFirstSide ? "_order_a" : "_order_b"
+        case .foreignKey: return nil
+        }
+    }
+
+    /// The name of the place kept beside the stored key `key` (a to-one relationship's name).
+    package static func positionName(ofKey key: String) -> String { "_order_" + key }
 
     package var name: String { description.name }
     package var isToMany: Bool { description.isToMany }
+    /// A to-many whose destinations keep an order of their own.
+    package var isOrdered: Bool { description.isOrdered }
+}
+
+extension Entity {
+    /// The stored to-one keys (relationship indexes) whose inverse is ordered: each has a
+    /// position beside it in this entity's rows (`Relationship.positionName`).
+    package var positionedKeys: [Int] { foreignKeyRelationships.filter { relationships[$0].inverseIsOrdered } }
 }
 
 /// A property of an entity, found by name.
@@ -59,6 +85,9 @@ package final class Entity: Sendable {
     /// Per attribute: whether it has a range, length or pattern rule (validation beyond its
     /// type and optionality).
     let attributeHasRules: [Bool]
+    /// Ordered to-many relationships, in relationship order (their order is kept beside the
+    /// membership: `ManagedObject.destinationOrder`).
+    package let orderedRelationships: [Int]
     /// Whether a to-many relationship has a minimum or maximum count, which inverse maintenance
     /// must keep checkable.
     let hasCountRules: Bool
@@ -91,6 +120,7 @@ package final class Entity: Sendable {
         self.attributeHasRules = description.attributes.map {
             $0.minValue != nil || $0.maxValue != nil || $0.minLength != nil || $0.maxLength != nil || $0.pattern != nil
         }
+        self.orderedRelationships = relationships.filter(\.isOrdered).map(\.index)
         self.hasCountRules = relationships.contains { $0.description.hasCountRule }
         self.emptyRelationships = relationships.map { $0.isToMany ? .toMany([]) : .toOne(nil) }
         self.descriptionValue = description

@@ -56,6 +56,15 @@ package struct ChangeSet: Sendable {
         package func hash(into hasher: inout Hasher) { hasher.combine(table); hasher.combine(a); hasher.combine(b) }
     }
 
+    /// The whole order of one ordered to-many relationship of one object, written after every
+    /// insert, update and link of the save: member `i` gets position `i`. IDs may be temporary.
+    package struct Ordering: Sendable {
+        package let owner: ManagedObjectID
+        package let entity: Entity
+        package let relationship: Int
+        package let members: [ManagedObjectID]
+    }
+
     /// An object whose version must still be the one a change was based on, although this
     /// save writes nothing of it (`ManagedObject.baseVersion`).
     package struct VersionCheck: Sendable {
@@ -73,17 +82,20 @@ package struct ChangeSet: Sendable {
     package var deletes: [Delete] = []
     package var addedLinks: Set<Link> = []
     package var removedLinks: Set<Link> = []
+    package var orderings: [Ordering] = []
 
     /// Whether anything written refers to another object (links, or stored to-one keys).
     package var refersToObjects: Bool {
-        if !addedLinks.isEmpty || !removedLinks.isEmpty { return true }
+        if !addedLinks.isEmpty || !removedLinks.isEmpty || !orderings.isEmpty { return true }
         // By index: `contains` would copy each element (and retain its arrays) for the test.
         for i in updates.indices where !updates[i].changedForeignKeys.isEmpty { return true }
         for i in inserts.indices where inserts[i].refersToObjects { return true }
         return false
     }
 
-    var isEmpty: Bool { inserts.isEmpty && updates.isEmpty && deletes.isEmpty && addedLinks.isEmpty && removedLinks.isEmpty }
+    var isEmpty: Bool {
+        inserts.isEmpty && updates.isEmpty && deletes.isEmpty && addedLinks.isEmpty && removedLinks.isEmpty && orderings.isEmpty
+    }
 }
 
 /// Why the store refused a change set; the transaction was rolled back.

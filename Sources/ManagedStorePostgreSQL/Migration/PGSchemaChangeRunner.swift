@@ -50,7 +50,7 @@ struct PGSchemaChangeRunner {
         }
         for fill in changes.fills { try run(fill, aside: aside) }
         for (temporary, table) in movedJoinTables { try execute("ALTER TABLE \(quote(temporary)) RENAME TO \(quote(table))") }
-        for table in changes.createJoinTables {
+        for (table, _) in changes.createJoinTables {
             for statement in schema.createLinkTable(table) { try execute(statement) }
         }
         for (table, column) in changes.dropColumns {

@@ -64,11 +64,18 @@ final class PGSession: StoreWriteSession {
         case .inverseForeignKey:
             let destination = schema.tables[relationship.destinationIndex].table
             let column = PGValues.quote(relationship.inverseName)
-            return "SELECT \(column), _pk FROM \(destination) WHERE \(column) = ANY($1::bigint[]) ORDER BY _pk"
+            return "SELECT \(column), _pk FROM \(destination) WHERE \(column) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: "_pk"))"
         case let .joinTable(table, isFirstSide):
             let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
-            return "SELECT \(mine), \(other) FROM \(PGValues.quote(table)) WHERE \(mine) = ANY($1::bigint[]) ORDER BY \(other)"
+            return "SELECT \(mine), \(other) FROM \(PGValues.quote(table)) WHERE \(mine) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: other))"
         }
+    }
+
+    /// By `key`, after the place of each destination when the relationship is ordered (placed
+    /// ones first, in place order; unplaced ones after, by key).
+    static func order(_ relationship: Relationship, then key: String) -> String {
+        guard let position = relationship.positionName.map(PGValues.quote) else { return key }
+        return "\(position) NULLS LAST, \(key)"
     }
 
     func destinationKeys(of entity: Entity, relationship: Int, key: Int64) throws(StoreError) -> [Int64] {

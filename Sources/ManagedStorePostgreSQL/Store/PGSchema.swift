@@ -104,6 +104,10 @@ struct PGSchema {
             columns.append("\(table.attributeColumns[i]) \(PGValues.columnType(attribute.type))")
         }
         for column in table.foreignKeyColumns { columns.append("\(column) bigint") }
+        // The object's place in an ordered inverse, beside the key (NULL: after the placed ones).
+        for r in entity.positionedKeys {
+            columns.append("\(PGValues.quote(Relationship.positionName(ofKey: entity.relationships[r].name))) bigint")
+        }
         return ["CREATE TABLE \(table.table) (\(columns.joined(separator: ", ")))",
                 "INSERT INTO _managedstore_keys (entity) VALUES (\(literal(entity.name))) ON CONFLICT (entity) DO NOTHING"]
     }
@@ -125,10 +129,18 @@ struct PGSchema {
         return sql
     }
 
-    /// A many-to-many's link table: a pair of keys per link, found from either side.
+    /// A many-to-many's link table: a pair of keys per link, found from either side, and the
+    /// link's place in the order of each ordered side.
     func createLinkTable(_ name: String) -> [String] {
         let table = PGValues.quote(name)
-        return ["CREATE TABLE \(table) (a bigint NOT NULL, b bigint NOT NULL, PRIMARY KEY (a, b))", "CREATE INDEX ON \(table) (b, a)"]
+        var positions: Set<String> = []
+        for entity in model.schema {
+            for relationship in entity.relationships {
+                if case .joinTable(name, _) = relationship.storage, let position = relationship.positionName { positions.insert(position) }
+            }
+        }
+        let extra = positions.sorted().map { ", \(PGValues.quote($0)) bigint" }.joined()
+        return ["CREATE TABLE \(table) (a bigint NOT NULL, b bigint NOT NULL\(extra), PRIMARY KEY (a, b))", "CREATE INDEX ON \(table) (b, a)"]
     }
 
     /// The name of uniqueness constraint `c` of `entity`, which a unique violation names.

@@ -115,6 +115,7 @@ extension PGSession {
             guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
             try connection.execute("INSERT INTO \(PGValues.quote(link.table)) (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING", [String(a), String(b)])
         }
+        try writeOrderings(changes.orderings, resolve: resolve)
         // The unique constraints decide now: another server's committed row with the same
         // values (committed after the checks above) is a unique violation here.
         if constrained { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
@@ -211,5 +212,35 @@ extension PGSession {
             }
         }
         return nil
+    }
+
+    /// Each ordered relationship's places, after the links and keys they number are written:
+    /// member `i` of the order takes place `i`, where it is still linked to the owner. One
+    /// statement per order, the members and their places as arrays.
+    private func writeOrderings(_ orderings: [ChangeSet.Ordering], resolve: (ManagedObjectID) -> ManagedObjectID) throws(StoreError) {
+        for ordering in orderings {
+            let relationship = ordering.entity.relationships[ordering.relationship]
+            guard let owner = resolve(ordering.owner).primaryKey, let position = relationship.positionName.map(PGValues.quote) else { continue }
+            var members: [Int64] = [], places: [Int64] = []
+            for (place, member) in ordering.members.enumerated() {
+                guard let key = resolve(member).primaryKey else { continue }
+                members.append(key)
+                places.append(Int64(place))
+            }
+            let sql: String
+            switch relationship.storage {
+            case .inverseForeignKey:
+                let destination = schema.tables[relationship.destinationIndex].table
+                sql = "UPDATE \(destination) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
+                    + "WHERE t._pk = o.member AND t.\(PGValues.quote(relationship.inverseName)) = $3"
+            case let .joinTable(table, isFirstSide):
+                let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
+                sql = "UPDATE \(PGValues.quote(table)) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
+                    + "WHERE t.\(other) = o.member AND t.\(mine) = $3"
+            case .foreignKey:
+                continue
+            }
+            try connection.execute(sql, [PGValues.keyArray(members), PGValues.keyArray(places), String(owner)])
+        }
     }
 }

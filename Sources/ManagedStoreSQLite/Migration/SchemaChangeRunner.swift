@@ -52,8 +52,8 @@ struct SchemaChangeRunner {
             try connection.execute("ALTER TABLE \(temporary) RENAME TO \(quoteIdentifier(table))")
             try connection.execute(StoreSchema.createJoinTableIndex(quoteIdentifier(table)))
         }
-        for table in changes.createJoinTables {
-            try connection.execute(StoreSchema.createJoinTable(named: quoteIdentifier(table)))
+        for (table, positions) in changes.createJoinTables {
+            try connection.execute(StoreSchema.createJoinTable(named: quoteIdentifier(table), positions: positions))
             try connection.execute(StoreSchema.createJoinTableIndex(quoteIdentifier(table)))
         }
         for (table, column) in changes.dropColumns {

@@ -48,9 +48,9 @@ extension SQLiteConnection: StoreReadSession {
             let sql: String
             switch relationship.sql {
             case .inverseForeignKey(let column):
-                sql = "SELECT \(column), \"_pk\" FROM \(destination.table) WHERE \(column) IN (\(list)) ORDER BY \"_pk\""
+                sql = "SELECT \(column), \"_pk\" FROM \(destination.table) WHERE \(column) IN (\(list)) ORDER BY \(relationship.orderSQL(then: "\"_pk\""))"
             case let .joinTable(table, ownColumn, otherColumn):
-                sql = "SELECT \(ownColumn), \(otherColumn) FROM \(table) WHERE \(ownColumn) IN (\(list)) ORDER BY \(otherColumn)"
+                sql = "SELECT \(ownColumn), \(otherColumn) FROM \(table) WHERE \(ownColumn) IN (\(list)) ORDER BY \(relationship.orderSQL(then: otherColumn))"
             case .foreignKey:
                 return [:]
             }

@@ -10,7 +10,8 @@ final class EntityTable: Sendable {
     let rowColumnsSQL: String
     /// Loads one row by primary key.
     let loadRowSQL: PreparedSQL
-    /// Per relationship: the keys of its destinations for one object, ascending.
+    /// Per relationship: the keys of its destinations for one object, ascending; an ordered
+    /// relationship's in their order.
     let relatedKeysSQL: [PreparedSQL]
     /// Inserts one row: `_pk`, `_version`, the attributes, then the foreign keys, in the order
     /// of `attributes` and `foreignKeyRelationships`, then `_history`.
@@ -49,9 +50,10 @@ final class EntityTable: Sendable {
             case .foreignKey(let column):
                 return PreparedSQL("SELECT \(column) FROM \(table) WHERE \"_pk\" = ? AND \(column) IS NOT NULL")
             case .inverseForeignKey(let column):
-                return PreparedSQL("SELECT \"_pk\" FROM \(quoteIdentifier(relationship.description.destination)) WHERE \(column) = ? ORDER BY \"_pk\"")
+                return PreparedSQL("SELECT \"_pk\" FROM \(quoteIdentifier(relationship.description.destination)) WHERE \(column) = ? "
+                    + "ORDER BY \(relationship.orderSQL(then: "\"_pk\""))")
             case let .joinTable(joinTable, ownColumn, otherColumn):
-                return PreparedSQL("SELECT \(otherColumn) FROM \(joinTable) WHERE \(ownColumn) = ? ORDER BY \(otherColumn)")
+                return PreparedSQL("SELECT \(otherColumn) FROM \(joinTable) WHERE \(ownColumn) = ? ORDER BY \(relationship.orderSQL(then: otherColumn))")
             }
         }
     }
@@ -86,6 +88,15 @@ extension Relationship {
             return isFirstSide ? .joinTable(table: quoteIdentifier(table), ownColumn: "\"a\"", otherColumn: "\"b\"")
                                : .joinTable(table: quoteIdentifier(table), ownColumn: "\"b\"", otherColumn: "\"a\"")
         }
+    }
+}
+
+extension Relationship {
+    /// The ORDER BY of a to-many's destinations: by `key` (quoted), after their place when the
+    /// relationship is ordered (placed ones first, in place order; unplaced ones after, by key).
+    func orderSQL(then key: String) -> String {
+        guard let position = positionName.map(quoteIdentifier) else { return key }
+        return "\(position) IS NULL, \(position), \(key)"
     }
 }
 

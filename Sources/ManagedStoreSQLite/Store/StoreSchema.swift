@@ -16,16 +16,25 @@ enum StoreSchema {
             statements.append(contentsOf: createIndexes(entity))
             for relationship in entity.relationships {
                 guard case let .joinTable(table, ownColumn, _) = relationship.sql, ownColumn == "\"a\"" else { continue }
-                statements += [createJoinTable(named: table), createJoinTableIndex(table)]
+                let inverse = model.schema[relationship.destinationIndex].relationships[relationship.inverseIndex]
+                let positions = [relationship.positionName, isSelfInverse(relationship, of: entity) ? nil : inverse.positionName].compactMap { $0 }
+                statements += [createJoinTable(named: table, positions: positions), createJoinTableIndex(table)]
             }
         }
         return statements
     }
 
+    /// A relationship that is its own inverse (friends <-> friends) has one side, and one position.
+    static func isSelfInverse(_ relationship: Relationship, of entity: Entity) -> Bool {
+        relationship.destinationIndex == entity.index && relationship.inverseIndex == relationship.index
+    }
+
     /// The join table `table` (quoted) of a many-to-many relationship: one row per link, the
-    /// key of the side that names the table in `a`, the other side's in `b`.
-    static func createJoinTable(named table: String) -> String {
-        "CREATE TABLE \(table) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL, PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID"
+    /// key of the side that names the table in `a`, the other side's in `b`; and for an
+    /// ordered side, the link's place in its order (`positions`, unquoted names).
+    static func createJoinTable(named table: String, positions: [String] = []) -> String {
+        let extra = positions.map { ", \(quoteIdentifier($0)) INTEGER" }.joined()
+        return "CREATE TABLE \(table) (\"a\" INTEGER NOT NULL, \"b\" INTEGER NOT NULL\(extra), PRIMARY KEY (\"a\", \"b\")) WITHOUT ROWID"
     }
 
     /// The name (quoted) of the index that finds a join table's links from the `b` side.
@@ -89,6 +98,10 @@ enum StoreSchema {
         }
         for r in entity.foreignKeyRelationships {
             columns.append(quoteIdentifier(entity.relationships[r].name) + " INTEGER")
+        }
+        // The object's place in an ordered inverse, beside the key (NULL: after the placed ones).
+        for r in entity.positionedKeys {
+            columns.append(quoteIdentifier(Relationship.positionName(ofKey: entity.relationships[r].name)) + " INTEGER")
         }
         columns.append(historyColumn + " INTEGER")
         return "CREATE TABLE \(table) (\(columns.joined(separator: ", ")))"

@@ -38,6 +38,7 @@ struct ChangeSetWriter {
         try writeUpdates(changes.updates, heads: heads, resolve: resolve)
         try writeInserts(changes.inserts, keys: keys, token: token, resolve: resolve)
         try writeLinks(changes, resolve: resolve)
+        try writeOrderings(changes.orderings, resolve: resolve)
         try writeLinkOnlyHeads(heads)
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
@@ -324,6 +325,33 @@ struct ChangeSetWriter {
                 guard error.isUniquenessViolation else { throw error }
                 throw try uniquenessRejection(entity, id: ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(keys[i])),
                                               attributes: inserts[i].attributes)
+            }
+        }
+    }
+
+    /// Each ordered relationship's places, after the links and keys they number are written:
+    /// member `i` of the order takes place `i`, where it is still linked to the owner.
+    private func writeOrderings(_ orderings: [ChangeSet.Ordering], resolve: (ManagedObjectID) -> ManagedObjectID) throws {
+        for ordering in orderings {
+            let relationship = ordering.entity.relationships[ordering.relationship]
+            guard let owner = resolve(ordering.owner).primaryKey, let position = relationship.positionName.map(quoteIdentifier) else { continue }
+            let sql: String
+            switch relationship.sql {
+            case .inverseForeignKey(let column):
+                let destination = model.schema[relationship.destinationIndex]
+                sql = "UPDATE \(destination.table) SET \(position) = ?1 WHERE \"_pk\" = ?2 AND \(column) = ?3"
+            case let .joinTable(table, ownColumn, otherColumn):
+                sql = "UPDATE \(table) SET \(position) = ?1 WHERE \(otherColumn) = ?2 AND \(ownColumn) = ?3"
+            case .foreignKey:
+                continue
+            }
+            let keys = ordering.members.map { resolve($0).primaryKey }
+            try connection.withStatement(sql) { statement throws(StoreError) in
+                for (place, key) in keys.enumerated() {
+                    guard let key else { continue }
+                    statement.bind(Int64(place), at: 1); statement.bind(key, at: 2); statement.bind(owner, at: 3)
+                    try statement.execute()
+                }
             }
         }
     }
