@@ -21,7 +21,7 @@ enum ModelDescription {
                              rules.joined(separator: ", ")])
             }
             for r in entity.relationships {
-                var rules = ["inverse \(r.inverse)", "delete \(r.deleteRule.rawValue)"]
+                var rules = [r.inverse.map { "inverse \($0)" } ?? "one-way", "delete \(r.deleteRule.rawValue)"]
                 if r.isOrdered { rules.append("ordered") }
                 if let v = r.minCount { rules.append("min count \(v)") }
                 if let v = r.maxCount { rules.append("max count \(v)") }

@@ -158,7 +158,7 @@ struct RefSchema: Sendable {
     func attribute(_ entity: String, _ name: String) -> AttributeDescription? { byName[entity]?.attribute(named: name) }
     func relationship(_ entity: String, _ name: String) -> RelationshipDescription? { byName[entity]?.relationship(named: name) }
     func inverse(of relationship: RelationshipDescription) -> RelationshipDescription {
-        byName[relationship.destination]!.relationship(named: relationship.inverse)!
+        byName[relationship.destination]!.relationship(named: relationship.inverse!)!  // the test models have no one-way relationship
     }
 
     /// The first string attribute of an entity: where the concurrent test marks an object's owner.

@@ -65,9 +65,10 @@ struct XcodeModelHTTPTests {
                 let (id, target) = (ids[entity.name]!, ids[relationship.destination]!)
                 let linked = try harness.request("PATCH", "/v1/objects/\(id)", json: "{\"\(relationship.name)\": \"\(target)\"}")
                 #expect(linked.status == 200, "\(id).\(relationship.name): \(linked.text)")
-                let other = try harness.request("GET", "/v1/objects/\(target)").json?[relationship.inverse]
+                let inverse = try #require(relationship.inverse)
+                let other = try harness.request("GET", "/v1/objects/\(target)").json?[inverse]
                 let shown = (other as? [String]) ?? (other as? String).map { [$0] } ?? []
-                #expect(shown.contains(id), "\(target).\(relationship.inverse) lists \(id)")
+                #expect(shown.contains(id), "\(target).\(inverse) lists \(id)")
             }
         }
         // Deleting the file cascades to what its Cascade rules name; the rest are unlinked.
@@ -113,5 +114,31 @@ struct XcodeModelHTTPTests {
         // Deleting the folder cascades to its children (BookmarkEntity.children is Cascade).
         #expect(try harness.request("DELETE", "/v1/objects/\(folder)").status == 204)
         for id in marks + [late] { #expect(try harness.request("GET", "/v1/objects/\(id)").status == 404) }
+    }
+
+    @Test("one-way relationships over HTTP: written and read as IDs; deleting a destination takes it out of the holders' answers")
+    func oneWayOverHTTP() throws {
+        let model = try ManagedObjectModel(jsonData: Array("""
+            {"name": "Notes", "entities": [
+              {"name": "Note", "attributes": [{"name": "title", "type": "string"}],
+               "relationships": [{"name": "author", "destination": "Person", "inverse": null},
+                                 {"name": "readers", "destination": "Person", "inverse": null, "toMany": true}]},
+              {"name": "Person", "attributes": [{"name": "name", "type": "string"}]}]}
+            """.utf8))
+        let harness = try ServerHarness(model: model)
+        let people = try ["ann", "bob"].map { name in
+            try #require(try harness.request("POST", "/v1/objects/Person", json: #"{"name": "\#(name)"}"#).json?["_id"] as? String)
+        }
+        let created = try harness.request("POST", "/v1/objects/Note",
+                                          json: #"{"title": "n", "author": "\#(people[0])", "readers": ["\#(people[1])", "\#(people[0])"]}"#)
+        #expect(created.status == 201, "\(created.text)")
+        let note = try #require(created.json?["_id"] as? String)
+        #expect(created.json?["readers"] as? [String] == people)
+        let person = try harness.request("GET", "/v1/objects/\(people[0])")
+        #expect(person.json?.keys.sorted() == ["_id", "_version", "name"], "a one-way relationship has nothing on the other side")
+        #expect(try harness.request("DELETE", "/v1/objects/\(people[0])").status == 204)
+        let after = try harness.request("GET", "/v1/objects/\(note)")
+        #expect(after.json?["author"] is NSNull && after.json?["readers"] as? [String] == [people[1]], "\(after.text)")
+        #expect(after.json?["_version"] as? Int == 2)
     }
 }

@@ -212,7 +212,6 @@ struct XcodeModelTests {
             "Base.odd: attribute type Undefined is not supported",
             "Base.recent: fetched properties are not supported",
             "Leaf: is a sub-entity of Base: entity inheritance is not supported yet",
-            "Leaf.lonely: has no inverse",
             "Item.many: minCount \"x\" is not a whole number, 0 or more",
             "configurations (Cloud) are not supported",
         ]

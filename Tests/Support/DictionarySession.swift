@@ -30,6 +30,12 @@ final class DictionarySession: StoreWriteSession {
         return found
     }
 
+    func ownerKeys(of entity: Entity, relationship r: Int, destination: Int64) throws(StoreError) -> [Int64] {
+        state.rows[entity.index].keys.filter { owner in
+            state.destinationKeys(of: entity, relationship: r, key: owner, model: model).contains(destination)
+        }.sorted()
+    }
+
     func destinationKeys(of entity: Entity, relationship: Int, key: Int64) throws(StoreError) -> [Int64] {
         state.destinationKeys(of: entity, relationship: relationship, key: key, model: model)
     }

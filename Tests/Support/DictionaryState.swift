@@ -76,7 +76,7 @@ struct DictionaryState: Sendable {
             return [target]
         case .inverseForeignKey:
             let destination = model.schema[relationship.destinationIndex]
-            guard let position = destination.foreignKeyRelationships.firstIndex(of: relationship.inverseIndex) else { return [] }
+            guard let inverse = relationship.inverseIndex, let position = destination.foreignKeyRelationships.firstIndex(of: inverse) else { return [] }
             return rows[destination.index].compactMap { pk, row in row.foreignKeys[position] == key ? pk : nil }.sorted()
         case let .joinTable(table, isFirstSide):
             let pairs = links[table] ?? []

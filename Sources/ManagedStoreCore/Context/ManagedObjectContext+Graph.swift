@@ -70,7 +70,13 @@ extension ManagedObjectContext {
         guard !insertedList.isEmpty || !updatedList.isEmpty || !touchedList.isEmpty || !deletedList.isEmpty else { return stored }
         let relationship = owner.entity.relationships[r]
         var result = stored
-        let inverse = relationship.inverseIndex
+        guard let inverse = relationship.inverseIndex else {
+            // One-way: deleting a destination takes it out, as nullify would; nothing else
+            // changes it from the other side.
+            for other in deletedList where other.entity.index == relationship.destinationIndex { result.remove(other.objectID) }
+            for other in discardedInsertList where other.entity.index == relationship.destinationIndex { result.remove(other.objectID) }
+            return result
+        }
         // A deleted destination leaves the relationship only if its own delete rule towards
         // the owner took it out (nullify, cascade); under deny or noAction the link stays until
         // the save, which refuses it unless the owner lets go of it first. So it counts like a
@@ -128,7 +134,7 @@ extension ManagedObjectContext {
         }
         owner.relationships[r] = .toOne(target)
         markChanged(owner, relationship: r)
-        let inverse = owner.entity.relationships[r].inverseIndex
+        guard let inverse = owner.entity.relationships[r].inverseIndex else { return }  // one-way
         if let old { unlink(old, inverse, from: owner.objectID) }
         if let target { link(target, inverse, to: owner.objectID) }
     }
@@ -155,7 +161,7 @@ extension ManagedObjectContext {
         }
         owner.relationships[r] = .toMany(targets)
         markChanged(owner, relationship: r)
-        let inverse = owner.entity.relationships[r].inverseIndex
+        guard let inverse = owner.entity.relationships[r].inverseIndex else { return }  // one-way
         for removed in old.subtracting(targets) { unlink(removed, inverse, from: owner.objectID) }
         for added in targets.subtracting(old) { link(added, inverse, to: owner.objectID) }
     }
@@ -221,7 +227,7 @@ extension ManagedObjectContext {
         let target = object(with: targetID)
         let previous = toOneValue(of: target, r)
         guard previous != member else { return }
-        if let previous { unlink(previous, relationship.inverseIndex, from: targetID) }
+        if let previous, let inverse = relationship.inverseIndex { unlink(previous, inverse, from: targetID) }
         target.relationships[r] = .toOne(member)
         if case .foreignKey = relationship.storage { markChanged(target, relationship: r) } else { noteTouched(target) }
     }
@@ -266,14 +272,61 @@ extension ManagedObjectContext {
                     }
                 }
             case .nullify:
+                guard let inverse = relationship.inverseIndex else { break }  // one-way: nothing points back
                 for target in targets {
-                    unlink(target, relationship.inverseIndex, from: object.objectID)
-                    effects.nullified.append((target, relationship.inverseIndex))
+                    unlink(target, inverse, from: object.objectID)
+                    effects.nullified.append((target, inverse))
                 }
             case .deny, .noAction:
                 break
             }
         }
+        takeOutOfOneWayRelationships(object, effects: &effects)
         deletionEffects[ObjectIdentifier(object)] = effects
+    }
+
+    /// A deleted object leaves every one-way relationship that holds it, as nullify would:
+    /// the holders this context has, and those the store has (found by key), each changed and
+    /// saved with the delete.
+    private func takeOutOfOneWayRelationships(_ object: ManagedObject, effects: inout DeletionEffects) {
+        let holders = coordinator.model.oneWayRelationships(to: object.entity)
+        guard !holders.isEmpty else { return }
+        for (entity, r) in holders {
+            var owners: Set<ManagedObjectID> = []
+            if let key = object.objectID.primaryKey, parent == nil {
+                do {
+                    let keys = try readStore { session in try session.ownerKeys(of: entity, relationship: r, destination: key) }
+                    owners.formUnion(keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name, key: .permanent($0)) })
+                } catch {
+                    preconditionFailure("ManagedStore could not read what holds \(object.objectID) through \(entity.name).\(entity.relationships[r].name): \(error)")
+                }
+            }
+            // Holders this context made (the store does not know them yet); in a child, whose
+            // store is its parent, every loaded holder.
+            let candidates = parent == nil ? insertedList + updatedList : registered.values.compactMap(\.object)
+            for holder in candidates {
+                guard holder.entity === entity, !holder.isFault, !holder.isDeleted else { continue }
+                switch holder.relationships[r] {
+                case .toOne(let id) where id == object.objectID: owners.insert(holder.objectID)
+                case .toMany(let ids) where ids.contains(object.objectID): owners.insert(holder.objectID)
+                default: break
+                }
+            }
+            for ownerID in owners.sortedByKey() {
+                let owner = self.object(with: ownerID)
+                owner.fireFaultIfNeeded()
+                guard !owner.isDeleted, !owner.isInaccessible else { continue }
+                if entity.relationships[r].isToMany {
+                    var ids = toManyValue(of: owner, r)
+                    guard ids.remove(object.objectID) != nil else { continue }
+                    owner.relationships[r] = .toMany(ids)
+                } else {
+                    guard toOneValue(of: owner, r) == object.objectID else { continue }
+                    owner.relationships[r] = .toOne(nil)
+                }
+                markChanged(owner, relationship: r)
+                effects.nullified.append((ownerID, r))
+            }
+        }
     }
 }

@@ -161,7 +161,7 @@ struct LinkChanges {
         guard !added.isEmpty || !removed.isEmpty else { return }
         byObject[owner, default: [:]][r, default: Change()].added.formUnion(added)
         byObject[owner, default: [:]][r, default: Change()].removed.formUnion(removed)
-        let inverse = entity.relationships[r].inverseIndex
+        guard let inverse = entity.relationships[r].inverseIndex else { return }  // one-way: the destinations did not change
         for destination in added { byObject[destination, default: [:]][inverse, default: Change()].added.insert(owner) }
         for destination in removed { byObject[destination, default: [:]][inverse, default: Change()].removed.insert(owner) }
     }

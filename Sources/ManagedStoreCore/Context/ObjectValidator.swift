@@ -66,8 +66,9 @@ struct ObjectValidator {
         }
         // A destination deleted although its side denies that (delete rule deny) gets its own
         // delete-denied error; saying here too that it is deleted would only repeat it.
-        let destinationDenies = context.coordinator.model.schema[relationship.destinationIndex]
-            .relationships[relationship.inverseIndex].description.deleteRule == .deny
+        let destinationDenies = relationship.inverseIndex.map {
+            context.coordinator.model.schema[relationship.destinationIndex].relationships[$0].description.deleteRule == .deny
+        } ?? false
         for target in targets where context.lookup(target)?.isDeleted == true && !destinationDenies {
             errors.append(.invalidDestination(of: object.objectID, relationship.name, target: target, deleted: true))
         }

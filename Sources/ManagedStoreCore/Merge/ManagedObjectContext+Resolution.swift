@@ -212,8 +212,8 @@ extension ManagedObjectContext {
     /// After `owner` let go of `destination`, puts the destination's side of the relationship
     /// back to the store's value when it is a to-one left empty by that (a task moved into a
     /// project by this context, taken out again: its stored project).
-    private func restoreInverse(of destination: ManagedObjectID, _ inverse: Int, awayFrom owner: ManagedObjectID) {
-        guard let target = lookup(destination), !target.isFault, !target.isDeleted, !target.isInserted,
+    private func restoreInverse(of destination: ManagedObjectID, _ inverse: Int?, awayFrom owner: ManagedObjectID) {
+        guard let inverse, let target = lookup(destination), !target.isFault, !target.isDeleted, !target.isInserted,
               !target.entity.relationships[inverse].isToMany,
               case .toOne(let now) = target.relationships[inverse], now == nil || now == owner,
               case .toOne(let stored?) = target.committedRelationships[inverse], stored != owner,

@@ -9,8 +9,12 @@ extension MigrationPlanner {
     mutating func planRelationships() throws(StoreError) {
         for entity in destination.schema {
             for relationship in entity.relationships {
+                guard let inverseIndex = relationship.inverseIndex else {
+                    planOneWay(entity, relationship)
+                    continue
+                }
                 let other = destination.schema[relationship.destinationIndex]
-                let inverse = other.relationships[relationship.inverseIndex]
+                let inverse = other.relationships[inverseIndex]
                 // Each pair once, from its first side (a self-inverse relationship is its own pair).
                 guard (entity.index, relationship.index) <= (other.index, inverse.index) else { continue }
                 try planPair((entity, relationship), (other, inverse))
@@ -18,8 +22,12 @@ extension MigrationPlanner {
         }
         for old in source.schema {
             for relationship in old.relationships {
+                guard let inverseIndex = relationship.inverseIndex else {
+                    if !isContinued(relationship, of: old) { planRemovedOneWay(old, relationship) }
+                    continue
+                }
                 let other = source.schema[relationship.destinationIndex]
-                let inverse = other.relationships[relationship.inverseIndex]
+                let inverse = other.relationships[inverseIndex]
                 guard (old.index, relationship.index) <= (other.index, inverse.index) else { continue }
                 if !isContinued(relationship, of: old) && !isContinued(inverse, of: other) {
                     planRemovedPair((old, relationship), (other, inverse))
@@ -90,7 +98,10 @@ extension MigrationPlanner {
         if match.sourceEntityIndex[other.0.index] != oldDestination.index {
             return "\(place): destination changed from \(oldDestination.name) to \(other.0.name), which cannot be inferred"
         }
-        let oldInverse = "\(oldDestination.name).\(oldDestination.relationships[was.1.inverseIndex].name)"
+        guard let wasInverse = was.1.inverseIndex else {
+            return "\(place): was a one-way relationship, now one with an inverse, which cannot be inferred yet"
+        }
+        let oldInverse = "\(oldDestination.name).\(oldDestination.relationships[wasInverse].name)"
         let inverse = "\(other.0.name).\(other.1.name)"
         // The same name, yet not the same relationship: another property took over the old one's data.
         if inverse == oldInverse { return "\(place): inverse \(inverse) is a new relationship, not the old one of that name, which cannot be inferred" }
@@ -209,6 +220,66 @@ extension MigrationPlanner {
             return .foreignKey(second.0, second.1)
         case let .joinTable(table, isFirstSide):
             return isFirstSide ? .joinTable(table, first.0, first.1) : .joinTable(table, second.0, second.1)
+        }
+    }
+
+    // MARK: One-way relationships
+
+    /// A one-way relationship of the destination model: new (its column or link list made),
+    /// or kept as it was (its rules may change); any other change is refused for now.
+    private mutating func planOneWay(_ entity: Entity, _ relationship: Relationship) {
+        let place = "\(entity.name).\(relationship.name)"
+        guard let (old, was) = match.sourceRelationship(of: relationship, in: entity) else {
+            if let old = match.sourceEntity(of: entity), let oldName = match.sourcePropertyName(relationship.name, of: entity),
+               old.attributeIndex(oldName) != nil {
+                refuse("\(place): was the attribute \(old.name).\(oldName), now a relationship, which cannot be inferred")
+                return
+            }
+            let destinationName = destination.schema[relationship.destinationIndex].name
+            steps.append(.addOneWayRelationship(entity: entity.name, relationship: relationship.name, isToMany: relationship.isToMany,
+                                                destination: destinationName))
+            if case let .joinTable(table, _) = relationship.storage {
+                changes.createJoinTables.append((table, []))
+            } else if match.sourceEntity(of: entity) != nil {
+                // A new entity's table is made with the column.
+                changes.addColumns.append((entity.name, relationship.name, .key))
+            }
+            return
+        }
+        guard was.inverseIndex == nil else {
+            refuse("\(place): had an inverse, now one-way, which cannot be inferred yet")
+            return
+        }
+        if match.sourceEntityIndex[relationship.destinationIndex] != was.destinationIndex {
+            refuse("\(place): destination changed from \(source.schema[was.destinationIndex].name), which cannot be inferred")
+            return
+        }
+        if relationship.isToMany != was.isToMany {
+            refuse("\(place): changed from \(Self.kind(was)) to \(Self.kind(relationship)), which cannot be inferred")
+            return
+        }
+        // The links are kept under the relationship's name (a column, or a list named after
+        // the entity and the relationship): moving them on a rename is not planned yet.
+        if relationship.storage != was.storage {
+            refuse("\(place): renaming a one-way relationship (or, for a to-many, its entity) cannot be inferred yet")
+            return
+        }
+        do { try planKeptRelationship((entity, relationship), was: (old, was)) } catch {
+            refuse("\(place): \(error)")
+        }
+    }
+
+    /// A one-way relationship of the source model that nothing continues: it goes, with its links.
+    private mutating func planRemovedOneWay(_ old: Entity, _ relationship: Relationship) {
+        steps.append(.removeOneWayRelationship(entity: old.name, relationship: relationship.name,
+                                               destination: source.schema[relationship.destinationIndex].name))
+        let entity = match.destinationEntity(of: old)
+        if let entity { historyProperty(relationship.name, of: entity, becomes: nil) }
+        if case let .joinTable(table, _) = relationship.storage {
+            changes.dropJoinTables.append(table)
+        } else if let entity {
+            // A removed entity's table goes with the column.
+            changes.dropColumns.append((entity.name, relationship.name))
         }
     }
 }

@@ -55,7 +55,7 @@ extension ManagedObjectModel {
         })))
         members.append(("relationships", .array(entity.relationships.map { r in
             var m: [(String, JSONValue)] = [("name", .string(r.name)), ("destination", .string(r.destination)),
-                                            ("toMany", .bool(r.isToMany)), ("inverse", .string(r.inverse)),
+                                            ("toMany", .bool(r.isToMany)), ("inverse", r.inverse.map(JSONValue.string) ?? .null),
                                             ("deleteRule", .string(r.deleteRule.rawValue))]
             if !r.isOptional { m.append(("optional", .bool(false))) }
             if let v = r.minCount { m.append(("minCount", .number(String(v)))) }
@@ -197,8 +197,16 @@ private struct ModelJSONReader {
             problem(entity, name, "missing \"destination\"")
             return nil
         }
-        guard let inverse = json["inverse"]?.stringValue else {
-            problem(entity, name, "missing \"inverse\": every relationship names its inverse")
+        // The key must be there: null says "one-way" on purpose, a missing key is a mistake.
+        let inverse: String?
+        switch json["inverse"] {
+        case .string(let text)?: inverse = text
+        case .null?: inverse = nil
+        case nil:
+            problem(entity, name, "missing \"inverse\": every relationship names its inverse (null for a one-way relationship)")
+            return nil
+        default:
+            problem(entity, name, "\"inverse\" must be a relationship name, or null for a one-way relationship")
             return nil
         }
         func flag(_ key: String) -> Bool? {

@@ -31,7 +31,11 @@ public final class ManagedObjectModel: Sendable {
             let relationships = entity.relationships.enumerated().map { r, rel in
                 let destinationIndex = indexByName[rel.destination]!  // checked by ModelChecker
                 let destination = entities[destinationIndex]
-                let inverseIndex = destination.relationships.firstIndex { $0.name == rel.inverse }!  // checked
+                guard let inverseName = rel.inverse else {
+                    return Relationship(index: r, description: rel, destinationIndex: destinationIndex, inverseIndex: nil, inverseName: nil,
+                                        inverseIsOrdered: false, storage: Self.oneWayStorage(entity: entity.name, rel))
+                }
+                let inverseIndex = destination.relationships.firstIndex { $0.name == inverseName }!  // checked
                 let inverse = destination.relationships[inverseIndex]
                 return Relationship(index: r, description: rel, destinationIndex: destinationIndex,
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
@@ -45,6 +49,13 @@ public final class ManagedObjectModel: Sendable {
     /// The description of the entity called `name`, if the model has one.
     public func entity(named name: String) -> EntityDescription? {
         entityIndexByName[name].map { entities[$0] }
+    }
+
+    /// Every one-way relationship whose destination is `entity`: (holder entity, relationship index).
+    package func oneWayRelationships(to entity: Entity) -> [(Entity, Int)] {
+        schema.flatMap { holder in
+            holder.relationships.filter { $0.inverseIndex == nil && $0.destinationIndex == entity.index }.map { (holder, $0.index) }
+        }
     }
 
     package func resolvedEntity(named name: String) -> Entity? {
@@ -74,6 +85,12 @@ public final class ManagedObjectModel: Sendable {
             // A self-inverse relationship (friends <-> friends) keeps each link once, in both orders.
             return .joinTable(table: "_join_\(tableOwner)_\(ownerRel)", isFirstSide: ownSideFirst)
         }
+    }
+
+    /// A one-way relationship keeps its links on its own side: a to-one in its row, a to-many
+    /// in a link list of its own (its keys in `a`, the destinations' in `b`).
+    private static func oneWayStorage(entity: String, _ rel: RelationshipDescription) -> RelationshipStorage {
+        rel.isToMany ? .joinTable(table: "_join_\(entity)_\(rel.name)", isFirstSide: true) : .foreignKey
     }
 
     /// FNV-1a 64 over the canonical JSON text: stable across runs and platforms.
@@ -152,8 +169,15 @@ struct ModelChecker {
                 problem(rel.name, "unknown destination entity '\(rel.destination)'")
                 continue
             }
-            guard let inverse = destination.relationship(named: rel.inverse) else {
-                problem(rel.name, "inverse '\(rel.inverse)' is not a relationship of \(destination.name)")
+            problems += countProblems(rel).map { ModelProblem(entity: entity.name, property: rel.name, message: $0) }
+            guard let inverseName = rel.inverse else {
+                if rel.isToMany && !rel.isOptional {
+                    problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")
+                }
+                continue  // one-way: nothing points back
+            }
+            guard let inverse = destination.relationship(named: inverseName) else {
+                problem(rel.name, "inverse '\(inverseName)' is not a relationship of \(destination.name)")
                 continue
             }
             if inverse.destination != entity.name || inverse.inverse != rel.name {
@@ -162,7 +186,6 @@ struct ModelChecker {
             if rel.isToMany && !rel.isOptional {
                 problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")
             }
-            problems += countProblems(rel).map { ModelProblem(entity: entity.name, property: rel.name, message: $0) }
         }
         for (kind, lists) in [("uniqueness constraint", entity.uniquenessConstraints), ("index", entity.indexes)] {
             for list in lists {

@@ -10,11 +10,14 @@ public enum DeleteRule: String, Sendable, Codable, CaseIterable {
     case noAction
 }
 
-/// One relationship of an entity [NSRelationshipDescription]. Every relationship names its inverse.
+/// One relationship of an entity [NSRelationshipDescription]. Every relationship names its
+/// inverse, or says it has none (a one-way relationship).
 public struct RelationshipDescription: Sendable, Hashable {
     public var name: String
     public var destination: String
-    public var inverse: String
+    /// The destination's relationship back; nil for a one-way relationship, which nothing
+    /// keeps in step from the other side: deleting a destination only takes it out.
+    public var inverse: String?
     public var isToMany: Bool
     public var deleteRule: DeleteRule
     /// A to-one relationship that must hold an object when saved. A to-many is always optional
@@ -32,7 +35,7 @@ public struct RelationshipDescription: Sendable, Hashable {
     public var renamingIdentifier: String?
 
     /// A non-optional to-many becomes `minCount` 1 (at least the count given), as Core Data reads it.
-    public init(name: String, destination: String, inverse: String, isToMany: Bool = false,
+    public init(name: String, destination: String, inverse: String?, isToMany: Bool = false,
                 deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int? = nil, maxCount: Int? = nil,
                 isOrdered: Bool = false, renamingIdentifier: String? = nil) {
         self.name = name

@@ -21,13 +21,21 @@ package struct Relationship: Sendable {
     package let index: Int
     package let description: RelationshipDescription
     package let destinationIndex: Int
-    package let inverseIndex: Int
+    /// The inverse; nil for a one-way relationship.
+    package let inverseIndex: Int?
     /// The inverse's name (a foreign key kept by the destination is named after it).
-    package let inverseName: String
+    package let inverseName: String?
     /// Whether the inverse is an ordered to-many: this object's place in it is kept beside the
     /// key this side stores (`positionName`).
     package let inverseIsOrdered: Bool
     package let storage: RelationshipStorage
+
+    /// The name of the key the destinations' rows hold for this side (storage
+    /// `.inverseForeignKey`, which only a relationship with an inverse has): the inverse's.
+    package var destinationKeyName: String {
+        guard let inverseName else { preconditionFailure("\(name) is one-way: no destination row holds a key for it") }
+        return inverseName
+    }
 
     /// Where an ordered relationship keeps each destination's place, the same name in every
     /// store: beside the key the destination's row holds (one-to-many), or in the link list,
@@ -35,7 +43,7 @@ package struct Relationship: Sendable {
     package var positionName: String? {
         guard isOrdered else { return nil }
         switch storage {
-        case .inverseForeignKey: return Self.positionName(ofKey: inverseName)
+        case .inverseForeignKey: return inverseName.map(Self.positionName(ofKey:))
         case .joinTable(_, let isFirstSide): return isFirstSide ? "_order_a" : "_order_b"
         case .foreignKey: return nil
         }

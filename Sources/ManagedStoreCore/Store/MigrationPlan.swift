@@ -38,6 +38,10 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
     /// A relationship and its inverse go, with their links.
     case removeRelationship(entity: String, relationship: String, inverseEntity: String, inverse: String)
     case renameRelationship(entity: String, from: String, to: String)
+    /// A one-way relationship is added, empty.
+    case addOneWayRelationship(entity: String, relationship: String, isToMany: Bool, destination: String)
+    /// A one-way relationship goes, with its links.
+    case removeOneWayRelationship(entity: String, relationship: String, destination: String)
     /// The links of a one-to-one relationship move to the other side's table: which side
     /// stores them follows the names (`ManagedObjectModel`), and a rename changed it.
     case moveLinks(entity: String, relationship: String, toTableOf: String)
@@ -78,6 +82,10 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
             return "remove relationship \(entity).\(relationship) <-> \(inverseEntity).\(inverse) and its links"
         case let .renameRelationship(entity, from, to):
             return "rename relationship \(entity).\(from) -> \(entity).\(to)"
+        case let .addOneWayRelationship(entity, relationship, isToMany, destination):
+            return "add one-way relationship \(entity).\(relationship) (\(Self.kind(isToMany))) -> \(destination)"
+        case let .removeOneWayRelationship(entity, relationship, destination):
+            return "remove one-way relationship \(entity).\(relationship) -> \(destination) and its links"
         case let .moveLinks(entity, relationship, toTableOf):
             return "move the links of \(entity).\(relationship) into \(toTableOf)'s table"
         case let .addIndex(entity, properties):

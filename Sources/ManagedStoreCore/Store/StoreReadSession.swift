@@ -19,6 +19,9 @@ package protocol StoreReadSession: AnyObject {
     /// The destinations of to-many `relationship` for many objects at once: owner key → keys,
     /// each list ascending.
     func destinationKeys(of entity: Entity, relationship: Int, owners: [Int64]) throws(StoreError) -> [Int64: [Int64]]
+    /// The keys of the objects of `entity` whose one-way `relationship` holds the object
+    /// `destination`, ascending (what a delete of that object takes it out of).
+    func ownerKeys(of entity: Entity, relationship: Int, destination: Int64) throws(StoreError) -> [Int64]
     /// Lends the row of the object `key` to `body` as it lies in the store, without copying its
     /// values out (an answer that only serializes it); `body` is not called when there is none.
     func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws

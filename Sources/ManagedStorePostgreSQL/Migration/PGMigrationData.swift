@@ -22,7 +22,7 @@ struct PGMigrationData: MigrationDataSource {
         case .inverseForeignKey:
             let destination = PGValues.quote(model.schema[relationship.destinationIndex].name)
             return try count("SELECT count(*) FROM \(table) AS t WHERE NOT EXISTS "
-                             + "(SELECT 1 FROM \(destination) AS d WHERE d.\(PGValues.quote(relationship.inverseName)) = t._pk)")
+                             + "(SELECT 1 FROM \(destination) AS d WHERE d.\(PGValues.quote(relationship.destinationKeyName)) = t._pk)")
         case .joinTable:
             return 0  // a to-many relationship is never required
         }

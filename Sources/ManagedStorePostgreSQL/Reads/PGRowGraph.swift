@@ -44,7 +44,7 @@ final class PGLoadedRows {
             for (key, row) in rows[entity.index] { if let target = row.foreignKeys[position] { index[key] = [target] } }
         case .inverseForeignKey:
             let destination = session.schema.tables[relationship.destinationIndex].table
-            let column = PGValues.quote(relationship.inverseName)
+            let column = PGValues.quote(relationship.destinationKeyName)
             let result = try session.connection.execute("SELECT \(column), _pk FROM \(destination) WHERE \(column) IS NOT NULL")
             for i in 0..<result.rowCount {
                 guard let owner = result.int64(i, 0), let target = result.int64(i, 1) else { continue }

@@ -63,7 +63,7 @@ final class PGSession: StoreWriteSession {
             return "SELECT _pk, \(column) FROM \(schema[entity].table) WHERE _pk = ANY($1::bigint[]) AND \(column) IS NOT NULL"
         case .inverseForeignKey:
             let destination = schema.tables[relationship.destinationIndex].table
-            let column = PGValues.quote(relationship.inverseName)
+            let column = PGValues.quote(relationship.destinationKeyName)
             return "SELECT \(column), _pk FROM \(destination) WHERE \(column) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: "_pk"))"
         case let .joinTable(table, isFirstSide):
             let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
@@ -76,6 +76,22 @@ final class PGSession: StoreWriteSession {
     static func order(_ relationship: Relationship, then key: String) -> String {
         guard let position = relationship.positionName.map(PGValues.quote) else { return key }
         return "\(position) NULLS LAST, \(key)"
+    }
+
+    func ownerKeys(of entity: Entity, relationship r: Int, destination: Int64) throws(StoreError) -> [Int64] {
+        let relationship = entity.relationships[r]
+        let sql: String
+        switch relationship.storage {
+        case .foreignKey:
+            sql = "SELECT _pk FROM \(schema[entity].table) WHERE \(PGValues.quote(relationship.name)) = $1 ORDER BY _pk"
+        case let .joinTable(table, isFirstSide):
+            let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
+            sql = "SELECT \(mine) FROM \(PGValues.quote(table)) WHERE \(other) = $1 ORDER BY \(mine)"
+        case .inverseForeignKey:
+            return []  // not one-way: its inverse is kept in step instead
+        }
+        let result = try connection.execute(sql, [String(destination)])
+        return (0..<result.rowCount).compactMap { result.int64($0, 0) }
     }
 
     func destinationKeys(of entity: Entity, relationship: Int, key: Int64) throws(StoreError) -> [Int64] {

@@ -232,7 +232,7 @@ extension PGSession {
             case .inverseForeignKey:
                 let destination = schema.tables[relationship.destinationIndex].table
                 sql = "UPDATE \(destination) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
-                    + "WHERE t._pk = o.member AND t.\(PGValues.quote(relationship.inverseName)) = $3"
+                    + "WHERE t._pk = o.member AND t.\(PGValues.quote(relationship.destinationKeyName)) = $3"
             case let .joinTable(table, isFirstSide):
                 let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
                 sql = "UPDATE \(PGValues.quote(table)) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "

@@ -62,6 +62,24 @@ extension SQLiteConnection: StoreReadSession {
         return result
     }
 
+    func ownerKeys(of entity: Entity, relationship r: Int, destination: Int64) throws(StoreError) -> [Int64] {
+        let sql: String
+        switch entity.relationships[r].sql {
+        case .foreignKey(let column):
+            sql = "SELECT \"_pk\" FROM \(entity.table) WHERE \(column) = ? ORDER BY \"_pk\""
+        case let .joinTable(table, ownColumn, otherColumn):
+            sql = "SELECT \(ownColumn) FROM \(table) WHERE \(otherColumn) = ? ORDER BY \(ownColumn)"
+        case .inverseForeignKey:
+            return []  // not one-way: its inverse is kept in step instead
+        }
+        return try withStatement(sql) { statement throws(StoreError) in
+            statement.bind(destination, at: 1)
+            var keys: [Int64] = []
+            while try statement.step() { keys.append(statement.int64(0)) }
+            return keys
+        }
+    }
+
     func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws {
         let statement = try cachedStatement(schema[entity].loadRowSQL)
         defer { statement.reset(clearingBindings: false) }

@@ -83,7 +83,7 @@ extension Relationship {
     var sql: SQLRelationshipStorage {
         switch storage {
         case .foreignKey: return .foreignKey(column: quoteIdentifier(name))
-        case .inverseForeignKey: return .inverseForeignKey(column: quoteIdentifier(inverseName))
+        case .inverseForeignKey: return .inverseForeignKey(column: quoteIdentifier(destinationKeyName))
         case let .joinTable(table, isFirstSide):
             return isFirstSide ? .joinTable(table: quoteIdentifier(table), ownColumn: "\"a\"", otherColumn: "\"b\"")
                                : .joinTable(table: quoteIdentifier(table), ownColumn: "\"b\"", otherColumn: "\"a\"")

@@ -16,8 +16,8 @@ enum StoreSchema {
             statements.append(contentsOf: createIndexes(entity))
             for relationship in entity.relationships {
                 guard case let .joinTable(table, ownColumn, _) = relationship.sql, ownColumn == "\"a\"" else { continue }
-                let inverse = model.schema[relationship.destinationIndex].relationships[relationship.inverseIndex]
-                let positions = [relationship.positionName, isSelfInverse(relationship, of: entity) ? nil : inverse.positionName].compactMap { $0 }
+                let inverse = relationship.inverseIndex.map { model.schema[relationship.destinationIndex].relationships[$0] }
+                let positions = [relationship.positionName, isSelfInverse(relationship, of: entity) ? nil : inverse?.positionName].compactMap { $0 }
                 statements += [createJoinTable(named: table, positions: positions), createJoinTableIndex(table)]
             }
         }

@@ -69,7 +69,7 @@ package enum ModelJSONSchema {
               "properties": {
                 "name": {"$ref": "#/$defs/identifier"},
                 "destination": {"$ref": "#/$defs/identifier", "description": "The entity at the other end."},
-                "inverse": {"$ref": "#/$defs/identifier", "description": "The destination's relationship back: every relationship has one."},
+                "inverse": {"type": ["string", "null"], "pattern": "^[A-Za-z][A-Za-z0-9_]*$", "description": "The destination's relationship back, or null for a one-way relationship (the key is required either way)."},
                 "toMany": {"type": "boolean", "description": "A to-many relationship (false when left out: to-one)."},
                 "deleteRule": {"enum": ["nullify", "cascade", "deny", "noAction"], "description": "What deleting an object does to its destinations (nullify when left out)."},
                 "optional": {"type": "boolean", "description": "Whether an object may be saved without a destination (true when left out); a non-optional to-many means minCount 1, as in Core Data."},

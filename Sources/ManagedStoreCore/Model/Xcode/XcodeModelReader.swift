@@ -7,8 +7,8 @@ import Foundation
 /// What has no meaning for a store a server shares, or is not supported yet, is refused, each
 /// naming the entity, the property and the reason, never dropped: Transformable and other
 /// attribute types whose values only the app's classes know, transient and derived attributes,
-/// fetched properties, stored fetch requests, configurations, relationships without an
-/// inverse; and for now entity inheritance.
+/// fetched properties, stored fetch requests, configurations; and for now entity inheritance.
+/// A relationship without an inverse is a one-way relationship.
 /// What only Xcode or code generation uses (class names, scalar types, Spotlight, the
 /// diagram's layout, user info, version hash modifiers) is left aside: it does not change
 /// what is stored.
@@ -186,10 +186,8 @@ package struct XcodeModelReader {
             refuse(entity, name, "has no destination entity")
             return nil
         }
-        guard let inverse = element[attribute: "inverseName"] else {
-            refuse(entity, name, "has no inverse: every relationship here has one, so that both sides stay consistent (Core Data warns of the same)")
-            return nil
-        }
+        // Without an inverse: a one-way relationship, as Core Data takes it (with a warning).
+        let inverse = element[attribute: "inverseName"]
         if Self.flag(element, "transient") {
             refuse(entity, name, "transient relationships are not supported")
             return nil

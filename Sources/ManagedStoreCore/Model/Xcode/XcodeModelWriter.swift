@@ -46,7 +46,7 @@ extension ManagedObjectModel {
                 ("maxCount", relationship.isToMany ? relationship.maxCount.map(String.init) : "1"),
                 ("deletionRule", deleteRuleName(relationship.deleteRule)), ("ordered", relationship.isOrdered ? "YES" : nil),
                 ("destinationEntity", relationship.destination),
-                ("inverseName", relationship.inverse), ("inverseEntity", relationship.destination), ("elementID", relationship.renamingIdentifier),
+                ("inverseName", relationship.inverse), ("inverseEntity", relationship.inverse == nil ? nil : relationship.destination), ("elementID", relationship.renamingIdentifier),
             ]) + "/>")
         }
         for (i, index) in entity.indexes.enumerated() {
