@@ -289,8 +289,8 @@ extension ManagedObjectContext {
     /// the holders this context has, and those the store has (found by key), each changed and
     /// saved with the delete.
     private func takeOutOfOneWayRelationships(_ object: ManagedObject, effects: inout DeletionEffects) {
+        guard object.entity.isOneWayDestination else { return }
         let holders = coordinator.model.oneWayRelationships(to: object.entity)
-        guard !holders.isEmpty else { return }
         for (entity, r) in holders {
             var owners: Set<ManagedObjectID> = []
             if let key = object.objectID.primaryKey, parent == nil {

@@ -51,7 +51,7 @@ struct ObjectValidator {
             return  // nothing to check: the common case of a new object
         case .toMany(let ids) where ids.isEmpty:
             // Nothing to check but a minimum count: the common case of a new object.
-            if let error = countError(entity.relationships[index], 0, object.objectID) { errors.append(error) }
+            if entity.hasCountRules, let error = countError(entity.relationships[index], 0, object.objectID) { errors.append(error) }
             return
         case .toOne(let id): targets = id.map { [$0] } ?? []
         case .toMany(let ids): targets = Array(ids)

@@ -17,6 +17,9 @@ public final class ManagedObjectModel: Sendable {
 
     package let schema: [Entity]
     let entityIndexByName: [String: Int]
+    /// Per entity (by index): the one-way relationships whose destination it is, as (holder
+    /// entity, relationship index); what deleting one of its objects visits.
+    private let oneWayHolders: [[(entity: Int, relationship: Int)]]
 
     public init(name: String, version: Int = 1, entities: [EntityDescription]) throws(ModelError) {
         self.name = name
@@ -27,6 +30,7 @@ public final class ManagedObjectModel: Sendable {
         var indexByName: [String: Int] = [:]
         for (i, e) in entities.enumerated() { indexByName[e.name] = i }
         self.entityIndexByName = indexByName
+        let oneWayDestinations = Set(entities.flatMap { $0.relationships.filter { $0.inverse == nil }.map(\.destination) })
         self.schema = entities.enumerated().map { index, entity in
             let relationships = entity.relationships.enumerated().map { r, rel in
                 let destinationIndex = indexByName[rel.destination]!  // checked by ModelChecker
@@ -41,8 +45,16 @@ public final class ManagedObjectModel: Sendable {
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
                                     storage: Self.storage(entity: entity.name, rel, inverse: inverse))
             }
-            return Entity(index: index, description: entity, relationships: relationships)
+            return Entity(index: index, description: entity, relationships: relationships,
+                          isOneWayDestination: oneWayDestinations.contains(entity.name))
         }
+        var holders = [[(entity: Int, relationship: Int)]](repeating: [], count: entities.count)
+        for holder in schema {
+            for relationship in holder.relationships where relationship.inverseIndex == nil {
+                holders[relationship.destinationIndex].append((holder.index, relationship.index))
+            }
+        }
+        self.oneWayHolders = holders
         self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: entities, renamingIdentifiers: false))
     }
 
@@ -53,9 +65,7 @@ public final class ManagedObjectModel: Sendable {
 
     /// Every one-way relationship whose destination is `entity`: (holder entity, relationship index).
     package func oneWayRelationships(to entity: Entity) -> [(Entity, Int)] {
-        schema.flatMap { holder in
-            holder.relationships.filter { $0.inverseIndex == nil && $0.destinationIndex == entity.index }.map { (holder, $0.index) }
-        }
+        oneWayHolders[entity.index].map { (schema[$0.entity], $0.relationship) }
     }
 
     package func resolvedEntity(named name: String) -> Entity? {
