@@ -31,4 +31,45 @@ struct PluginTypedViewTests {
             #expect(author.books.count == 2 && Book.entityName == "Book")
         }
     }
+
+    @Test("an ordered to-many is an array in its order, a one-way to-one lets go of a deleted book, a count rule holds")
+    func orderedOneWayAndCounts() throws {
+        let container = try PersistentContainer(model: try Self.model(), store: .inMemory)
+        let context = container.newBackgroundContext()
+        let shelfID = try context.performAndWait {
+            let author = Author.insert(into: context)
+            author.name = "Calvino"
+            let books = ["If on a winter's night", "Invisible Cities", "Cosmicomics"].map { title in
+                let book = Book.insert(into: context)
+                book.title = title
+                book.author = author
+                return book
+            }
+            let shelf = Shelf.insert(into: context)
+            shelf.books = [books[2], books[0], books[1]]
+            author.favorite = books[1]
+            try context.save()
+            context.delete(books[1].object)
+            #expect(author.favorite == nil, "a one-way to-one lets go of a deleted book")
+            try context.save()
+            return shelf.objectID
+        }
+        let reader = container.newBackgroundContext()
+        let titles = try reader.performAndWait {
+            try reader.existingObject(with: shelfID).typed(as: Shelf.self).map { $0.books.map(\.title) } ?? []
+        }
+        #expect(titles == ["Cosmicomics", "If on a winter's night"])
+        // A fourth book on a shelf of at most three is refused.
+        let crowded = try context.performAndWait { () -> Bool in
+            let shelf = try context.existingObject(with: shelfID).typed(as: Shelf.self)!
+            for title in ["a", "b"] {
+                let book = Book.insert(into: context)
+                book.title = title
+                book.author = try Author.fetch(in: context, where: Author.name == "Calvino").first
+                book.shelf = shelf
+            }
+            return context.validatePendingChanges().contains { $0.code == .tooLarge && $0.property == "books" }
+        }
+        #expect(crowded)
+    }
 }

@@ -1762,7 +1762,7 @@ enum OpenAPIDocument {
    },
    "Object": {
     "type": "object",
-    "description": "An object. Attributes in their JSON form (dates RFC 3339 in UTC, decimals as exact strings, binary base64); to-one relationships an ObjectID or null, to-many an array of ObjectIDs in primary-key order (or embedded objects with `include`).",
+    "description": "An object. Attributes in their JSON form (dates RFC 3339 in UTC, decimals as exact strings, binary base64); to-one relationships an ObjectID or null, to-many an array of ObjectIDs in primary-key order, an ordered to-many (one the model marks `ordered`) in its own order (or embedded objects with `include`). Writing an ordered to-many's array sets that order; an object that joins it from its to-one side goes last.",
     "required": [
      "_id",
      "_version"
