@@ -252,3 +252,59 @@ extension OrderedRelationshipTests {
         #expect(try Self.storedNames(migrated, folder, "items") == ["c", "b", "a"])
     }
 }
+
+extension OrderedRelationshipTests {
+    @Test("a conflict resolved by a merge policy keeps the stored order, or this context's where its order wins", arguments: [
+        MergePolicy.objectTrump, .storeTrump,
+    ])
+    func mergePolicyKeepsOrder(_ policy: MergePolicy) throws {
+        let container = try Fixtures.container(model: Self.model)
+        let (folder, items) = try Self.seed(container, ["a", "b", "c"])
+        let setup = container.newBackgroundContext()
+        try setup.performAndWait {
+            try setup.existingObject(with: folder).setObjects([items[2], items[0], items[1]].map { setup.object(with: $0) }, forKey: "items")
+            try setup.save()
+        }
+        // This context reads the folder and renames it; another saves a rename first.
+        let mine = container.newBackgroundContext(name: "mine")
+        try mine.performAndWait {
+            let f = try mine.existingObject(with: folder)
+            _ = f.objectIDs(forKey: "items")
+            f.setValue("mine", forKey: "name")
+        }
+        let other = container.newBackgroundContext(name: "other")
+        try other.performAndWait {
+            try other.existingObject(with: folder).setValue("other", forKey: "name")
+            try other.save()
+        }
+        try mine.performAndWait {
+            _ = try mine.save(mergePolicy: policy)
+            let f = try mine.existingObject(with: folder)
+            #expect(f.objectIDs(forKey: "items") == [items[2], items[0], items[1]], "the stored order, after the resolution")
+            // A member added now goes last, after the stored order.
+            f.addObject(mine.object(with: items[1]), toKey: "favorites")
+            let late = mine.insertNewObject(forEntityName: "Item")
+            late.setValue("d", forKey: "name")
+            late.setObject(f, forKey: "folder")
+            try mine.save()
+        }
+        #expect(try Self.storedNames(container, folder, "items") == ["c", "a", "b", "d"])
+
+        // Both reorder: the policy decides whose order is saved (object-trump: this context's).
+        try mine.performAndWait {
+            let f = try mine.existingObject(with: folder)
+            f.setObjects(f.objects(forKey: "items").reversed(), forKey: "items")
+        }
+        try other.performAndWait {
+            let f = try other.existingObject(with: folder)
+            other.refresh(f, mergeChanges: false)
+            let byName = Dictionary(uniqueKeysWithValues: f.objects(forKey: "items").map { ($0.value("name", as: String.self) ?? "", $0) })
+            f.setObjects(["a", "c", "b", "d"].compactMap { byName[$0] }, forKey: "items")
+            try other.save()
+        }
+        try mine.performAndWait { _ = try mine.save(mergePolicy: policy) }
+        let expected = policy.name == "object-trump" ? ["d", "b", "a", "c"] : ["a", "c", "b", "d"]
+        let final = try Self.storedNames(container, folder, "items")
+        #expect(final == expected, "\(final)")
+    }
+}

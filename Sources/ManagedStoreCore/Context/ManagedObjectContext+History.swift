@@ -59,6 +59,7 @@ extension ManagedObjectContext {
                     break  // unchanged, or not loaded on one side (then the other side records it)
                 }
             }
+            for r in object.entity.orderedRelationships where orderChanged(of: object, r) { links.noteReordered(object.objectID, r) }
         }
         for object in updatedList { scan(object) }
         for object in touchedList where !object.isListedAsUpdated { scan(object) }
@@ -127,7 +128,7 @@ extension ManagedObjectContext {
         for (r, change) in links.sorted(by: { $0.key < $1.key }) {
             let added = change.added.filter(kept), removed = change.removed.filter(kept)
             let gained = added.subtracting(removed), lost = removed.subtracting(added)
-            guard !gained.isEmpty || !lost.isEmpty else { continue }
+            guard !gained.isEmpty || !lost.isEmpty || change.reordered else { continue }
             properties.append(entity.relationships[r].name)
             previous.append((entity.relationships[r].name, .destinations(added: gained.sortedByKey(), removed: lost.sortedByKey())))
         }
@@ -151,11 +152,18 @@ struct LinkChanges {
     struct Change {
         var added: Set<ManagedObjectID> = []
         var removed: Set<ManagedObjectID> = []
+        /// An ordered relationship whose order changed: a change of it even with the same members.
+        var reordered = false
     }
 
     private(set) var byObject: [ManagedObjectID: [Int: Change]] = [:]
 
     var isEmpty: Bool { byObject.isEmpty }
+
+    /// The order of ordered relationship `r` of `owner` changed (its destinations' sides did not).
+    mutating func noteReordered(_ owner: ManagedObjectID, _ r: Int) {
+        byObject[owner, default: [:]][r, default: Change()].reordered = true
+    }
 
     mutating func note(_ owner: ManagedObjectID, _ entity: Entity, _ r: Int, added: Set<ManagedObjectID>, removed: Set<ManagedObjectID>) {
         guard !added.isEmpty || !removed.isEmpty else { return }

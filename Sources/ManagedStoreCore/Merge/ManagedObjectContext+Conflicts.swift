@@ -10,6 +10,12 @@ struct PersistedState {
     var attributes: [AttributeValue]
     /// Each relationship's destinations (to-ones as sets of at most one).
     var relationships: [Set<ManagedObjectID>]
+    /// Each ordered relationship's destinations in their stored order (by relationship index).
+    var orders: [Int: [ManagedObjectID]] = [:]
+
+    /// Relationship `r`'s destinations as a relationship fault would load them: an ordered
+    /// one's in its order, any other's by key.
+    func loadOrder(_ r: Int) -> [ManagedObjectID] { orders[r] ?? relationships[r].sortedByKey() }
 }
 
 extension ManagedObjectContext {
@@ -17,16 +23,19 @@ extension ManagedObjectContext {
     func persistedState(_ entity: Entity, pk: Int64, _ session: any StoreReadSession) throws(StoreError) -> PersistedState? {
         guard let row = try session.row(of: entity, key: pk) else { return nil }
         var relationships: [Set<ManagedObjectID>] = []
+        var orders: [Int: [ManagedObjectID]] = [:]
         for (r, relationship) in entity.relationships.enumerated() {
             let destination = coordinator.model.schema[relationship.destinationIndex].name
             func id(_ key: Int64) -> ManagedObjectID { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination, key: .permanent(key)) }
             if let position = entity.foreignKeyRelationships.firstIndex(of: r) {
                 relationships.append(row.foreignKeys[position].map { [id($0)] } ?? [])
             } else {
-                relationships.append(Set(try session.destinationKeys(of: entity, relationship: r, key: pk).map(id)))
+                let destinations = try session.destinationKeys(of: entity, relationship: r, key: pk).map(id)
+                relationships.append(Set(destinations))
+                if relationship.isOrdered { orders[r] = destinations }
             }
         }
-        return PersistedState(version: row.version, attributes: row.attributes, relationships: relationships)
+        return PersistedState(version: row.version, attributes: row.attributes, relationships: relationships, orders: orders)
     }
 
     /// A snapshot of a state: every property by name.

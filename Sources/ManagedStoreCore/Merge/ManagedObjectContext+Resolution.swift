@@ -125,7 +125,7 @@ extension ManagedObjectContext {
         }
 
         let mineAttributes = object.attributes
-        let mineRelationships = object.relationships
+        let mineRelationships = object.relationships, mineOrders = object.destinationOrder
         // Overwrite: the relationships the store changed and this context did not, at the base
         // version. A destination deleted since then cannot be put back: the conflict stands
         // (rather than a validation error about a property the save never set). Checked before
@@ -168,20 +168,21 @@ extension ManagedObjectContext {
             if changed.contains(relationship.name), let mine {
                 if keepsMine(relationship.name) {
                     // From the store's destinations to this context's: the store's additions leave.
-                    setLoadedRelationship(of: object, r, stored: stored.sortedByKey())
-                    setRelationship(object, r, to: mine)
+                    setLoadedRelationship(of: object, r, stored: persisted.loadOrder(r))
+                    setRelationship(object, r, to: mine, order: mineOrders[r])
                 } else {
                     // From this context's destinations back to the store's: what it moved in
                     // goes back where the store has it.
                     object.committedRelationships[r] = relationshipState(stored, toMany: relationship.isToMany)
-                    setRelationship(object, r, to: stored)
+                    if relationship.isOrdered { object.committedDestinationOrder[r] = persisted.loadOrder(r) }
+                    setRelationship(object, r, to: stored, order: relationship.isOrdered ? persisted.loadOrder(r) : nil)
                     for destination in mine.subtracting(stored) {
                         restoreInverse(of: destination, relationship.inverseIndex, awayFrom: object.objectID)
                     }
                 }
                 continue
             }
-            setLoadedRelationship(of: object, r, stored: stored.sortedByKey())
+            setLoadedRelationship(of: object, r, stored: persisted.loadOrder(r))
             if let before = relationshipsAtBase[r] { setRelationship(object, r, to: before) }
         }
         // What the object sets now (R, should the save conflict again) is what it kept of its
@@ -201,9 +202,10 @@ extension ManagedObjectContext {
     }
 
     /// Sets relationship `r` of `object` to `destinations`, with inverse maintenance.
-    private func setRelationship(_ object: ManagedObject, _ r: Int, to destinations: Set<ManagedObjectID>) {
+    /// `order`: an ordered relationship's order to take (nil: its members keep theirs).
+    private func setRelationship(_ object: ManagedObject, _ r: Int, to destinations: Set<ManagedObjectID>, order: [ManagedObjectID]? = nil) {
         if object.entity.relationships[r].isToMany {
-            setToMany(object, r, destinations)
+            setToMany(object, r, destinations, order: object.entity.relationships[r].isOrdered ? order : nil)
         } else {
             setToOne(object, r, destinations.first)
         }
