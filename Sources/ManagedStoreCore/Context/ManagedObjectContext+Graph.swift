@@ -289,9 +289,10 @@ extension ManagedObjectContext {
     /// the holders this context has, and those the store has (found by key), each changed and
     /// saved with the delete.
     private func takeOutOfOneWayRelationships(_ object: ManagedObject, effects: inout DeletionEffects) {
-        guard object.entity.isOneWayDestination else { return }
         let holders = coordinator.model.oneWayRelationships(to: object.entity)
-        for (entity, r) in holders {
+        guard !holders.isEmpty else { return }
+        for (entityIndex, r) in holders {
+            let entity = coordinator.model.schema[entityIndex]
             var owners: Set<ManagedObjectID> = []
             if let key = object.objectID.primaryKey, parent == nil {
                 do {

@@ -78,8 +78,8 @@ extension ManagedObjectContext {
         return changes
     }
 
-    /// Whether ordered relationship `r` of `object` holds its members in another order than
-    /// committed (its membership being the same).
+    /// Whether ordered relationship `r` of `object` reads otherwise than committed: another
+    /// order, or other members (which a membership check sees anyway).
     func orderChanged(of object: ManagedObject, _ r: Int) -> Bool {
         guard object.entity.relationships[r].isOrdered, case .toMany(let members) = object.relationships[r] else { return false }
         return Self.reconcile(object.destinationOrder[r] ?? [], with: members) != committedOrder(of: object, r)

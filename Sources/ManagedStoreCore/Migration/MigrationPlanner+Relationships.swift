@@ -10,7 +10,7 @@ extension MigrationPlanner {
         for entity in destination.schema {
             for relationship in entity.relationships {
                 guard let inverseIndex = relationship.inverseIndex else {
-                    planOneWay(entity, relationship)
+                    try planOneWay(entity, relationship)
                     continue
                 }
                 let other = destination.schema[relationship.destinationIndex]
@@ -227,7 +227,7 @@ extension MigrationPlanner {
 
     /// A one-way relationship of the destination model: new (its column or link list made),
     /// or kept as it was (its rules may change); any other change is refused for now.
-    private mutating func planOneWay(_ entity: Entity, _ relationship: Relationship) {
+    private mutating func planOneWay(_ entity: Entity, _ relationship: Relationship) throws(StoreError) {
         let place = "\(entity.name).\(relationship.name)"
         guard let (old, was) = match.sourceRelationship(of: relationship, in: entity) else {
             if let old = match.sourceEntity(of: entity), let oldName = match.sourcePropertyName(relationship.name, of: entity),
@@ -264,9 +264,7 @@ extension MigrationPlanner {
             refuse("\(place): renaming a one-way relationship (or, for a to-many, its entity) cannot be inferred yet")
             return
         }
-        do { try planKeptRelationship((entity, relationship), was: (old, was)) } catch {
-            refuse("\(place): \(error)")
-        }
+        try planKeptRelationship((entity, relationship), was: (old, was))
     }
 
     /// A one-way relationship of the source model that nothing continues: it goes, with its links.

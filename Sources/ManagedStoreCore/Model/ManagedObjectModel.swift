@@ -30,7 +30,6 @@ public final class ManagedObjectModel: Sendable {
         var indexByName: [String: Int] = [:]
         for (i, e) in entities.enumerated() { indexByName[e.name] = i }
         self.entityIndexByName = indexByName
-        let oneWayDestinations = Set(entities.flatMap { $0.relationships.filter { $0.inverse == nil }.map(\.destination) })
         self.schema = entities.enumerated().map { index, entity in
             let relationships = entity.relationships.enumerated().map { r, rel in
                 let destinationIndex = indexByName[rel.destination]!  // checked by ModelChecker
@@ -45,8 +44,7 @@ public final class ManagedObjectModel: Sendable {
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
                                     storage: Self.storage(entity: entity.name, rel, inverse: inverse))
             }
-            return Entity(index: index, description: entity, relationships: relationships,
-                          isOneWayDestination: oneWayDestinations.contains(entity.name))
+            return Entity(index: index, description: entity, relationships: relationships)
         }
         var holders = [[(entity: Int, relationship: Int)]](repeating: [], count: entities.count)
         for holder in schema {
@@ -64,8 +62,9 @@ public final class ManagedObjectModel: Sendable {
     }
 
     /// Every one-way relationship whose destination is `entity`: (holder entity, relationship index).
-    package func oneWayRelationships(to entity: Entity) -> [(Entity, Int)] {
-        oneWayHolders[entity.index].map { (schema[$0.entity], $0.relationship) }
+    /// Empty for most entities: then a delete has nothing more to do, at no cost.
+    package func oneWayRelationships(to entity: Entity) -> [(entity: Int, relationship: Int)] {
+        oneWayHolders[entity.index]
     }
 
     package func resolvedEntity(named name: String) -> Entity? {

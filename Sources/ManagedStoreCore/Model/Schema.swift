@@ -99,15 +99,11 @@ package final class Entity: Sendable {
     /// Whether a to-many relationship has a minimum or maximum count, which inverse maintenance
     /// must keep checkable.
     let hasCountRules: Bool
-    /// Whether some one-way relationship of the model has this entity as its destination (a
-    /// delete then looks for the objects that hold it).
-    package let isOneWayDestination: Bool
     /// The relationships of a new object (no destinations), shared by every insert until written.
     let emptyRelationships: [RelationshipState]
     /// The entity as its author described it.
     package let descriptionValue: EntityDescription
-    init(index: Int, description: EntityDescription, relationships: [Relationship], isOneWayDestination: Bool) {
-        self.isOneWayDestination = isOneWayDestination
+    init(index: Int, description: EntityDescription, relationships: [Relationship]) {
         self.index = index
         self.name = description.name
         self.attributes = description.attributes
