@@ -36,7 +36,7 @@ test-unit: deps
 # The library's context, fault, save, conflict, merge-policy and aggregate suites again, their in-memory
 # containers on the dictionary store (Tests/Support): a second implementation of the store
 # protocol, the proof that the contexts need nothing of SQLite's.
-DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests
+DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests|EntityInheritanceTests
 test-dictionary-store: deps
 	MANAGEDSTORE_TEST_STORE=dictionary SWIFT=$(SWIFT) ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(DICTIONARY_SUITES))/'
 
@@ -45,7 +45,7 @@ test-dictionary-store: deps
 # (scripts/postgres-cluster.sh), removed afterwards; what only that store has; and every HTTP
 # suite, its in-memory servers each on a schema of their own, with three servers over one
 # database (MultiServerTests).
-POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|LightweightMigrationTests|MigrationRefusalTests
+POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|LightweightMigrationTests|MigrationRefusalTests|InheritanceMigrationTests
 test-postgres-store: deps
 	@dir=$$(mktemp -d /tmp/managedstore-pg.XXXXXX); \
 	trap './scripts/postgres-cluster.sh stop '"$$dir" EXIT; \

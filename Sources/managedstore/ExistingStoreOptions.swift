@@ -9,6 +9,8 @@ struct ExistingStoreOptions: ParsableArguments {
     @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld. Use --demo for the built-in task tracker.")
     var model: String?
 
+    @OptionGroup var transformers: TransformerOptions
+
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
     var demo = false
 
@@ -23,7 +25,7 @@ struct ExistingStoreOptions: ParsableArguments {
     /// The model (a bad model file ends the command with exit 2), once the store file is known
     /// to exist (else exit 66, EX_NOINPUT).
     func loadModelForExistingStore() throws -> ManagedObjectModel {
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, transformers)
         guard isPostgres || FileManager.default.fileExists(atPath: store) else {
             CommandLog.error("\(shownStore): no such store file")
             throw ExitCode(66)

@@ -25,6 +25,8 @@ struct GenerateCommand: ParsableCommand {
         @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld.")
         var model: String
 
+        @OptionGroup var transformers: TransformerOptions
+
         @Option(help: "The folder to write <Entity>.swift into (made if missing).")
         var output: String?
 
@@ -40,7 +42,7 @@ struct GenerateCommand: ParsableCommand {
         }
 
         func run() throws {
-            let loaded = try loadModel(model)
+            let loaded = try loadModel(model, transformers)
             let problems = SwiftEntityGenerator.problems(loaded)
             guard problems.isEmpty else {
                 CommandLog.error("\(model): cannot be generated as Swift:")

@@ -17,11 +17,13 @@ struct ModelCommand: ParsableCommand {
         @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld.")
         var model: String
 
+        @OptionGroup var transformers: TransformerOptions
+
         func run() throws {
             try checkAgainstSchema()
-            let loaded = try loadModel(model)
-            let relationships = loaded.entities.reduce(0) { $0 + $1.relationships.count }
-            let attributes = loaded.entities.reduce(0) { $0 + $1.attributes.count }
+            let loaded = try loadModel(model, transformers)
+            let relationships = loaded.authoredEntities.reduce(0) { $0 + $1.relationships.count }
+            let attributes = loaded.authoredEntities.reduce(0) { $0 + $1.attributes.count }
             print("ok: \(loaded.name) version \(loaded.version): \(loaded.entities.count) entities, \(attributes) attributes, \(relationships) relationships")
         }
 
@@ -53,8 +55,10 @@ struct ModelCommand: ParsableCommand {
         @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld.")
         var model: String
 
+        @OptionGroup var transformers: TransformerOptions
+
         func run() throws {
-            print(ModelDescription.text(of: try loadModel(model)), terminator: "")
+            print(ModelDescription.text(of: try loadModel(model, transformers)), terminator: "")
         }
     }
 
@@ -73,11 +77,13 @@ struct ModelCommand: ParsableCommand {
         @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld.")
         var model: String
 
+        @OptionGroup var transformers: TransformerOptions
+
         @Option(help: "Where to write: a path ending in .xcdatamodel, or a JSON file.")
         var output: String
 
         func run() throws {
-            let loaded = try loadModel(model)
+            let loaded = try loadModel(model, transformers)
             let url = URL(fileURLWithPath: output)
             do {
                 if url.pathExtension.lowercased() == "xcdatamodel" {

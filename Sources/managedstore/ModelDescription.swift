@@ -2,15 +2,35 @@ import Foundation
 import ManagedStore
 
 /// A model as plain-text tables (`managedstore model describe`): per entity its attributes and
-/// relationships, then its uniqueness constraints and indexes.
+/// relationships (inherited ones first, marked with the entity they come from), then its
+/// uniqueness constraints and indexes.
 enum ModelDescription {
     static func text(of model: ManagedObjectModel) -> String {
         var out = "\(model.name) version \(model.version): \(model.entities.count) entities\n"
-        for entity in model.entities {
-            out += "\n\(entity.name)" + (entity.renamingIdentifier.map { " (was \($0))" } ?? "") + "\n"
+        for (entity, own) in zip(model.entities, model.authoredEntities) {
+            var notes: [String] = []
+            if entity.isAbstract { notes.append("abstract") }
+            if let parent = entity.parent { notes.append("parent \(parent)") }
+            let children = model.entities.filter { $0.parent == entity.name }.map(\.name)
+            if !children.isEmpty { notes.append("sub-entities \(children.joined(separator: ", "))") }
+            if let was = entity.renamingIdentifier { notes.append("was \(was)") }
+            out += "\n\(entity.name)" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
+            /// Where an inherited property comes from.
+            func origin(_ name: String) -> String? {
+                guard !own.attributes.contains(where: { $0.name == name }), !own.relationships.contains(where: { $0.name == name }) else { return nil }
+                var ancestor = entity.parent
+                while let current = ancestor, let description = model.authoredEntities.first(where: { $0.name == current }) {
+                    if description.attributes.contains(where: { $0.name == name }) || description.relationships.contains(where: { $0.name == name }) {
+                        return "from \(current)"
+                    }
+                    ancestor = description.parent
+                }
+                return nil
+            }
             var rows = [["property", "kind", "type", "optional", "default", "rules"]]
             for a in entity.attributes {
-                var rules: [String] = []
+                var rules: [String] = origin(a.name).map { [$0] } ?? []
+                if let v = a.valueTransformerName { rules.append("transformer \(v)") }
                 if let v = a.minValue { rules.append("min " + v.jsonValue.serialized()) }
                 if let v = a.maxValue { rules.append("max " + v.jsonValue.serialized()) }
                 if let v = a.minLength { rules.append("minLength \(v)") }
@@ -21,7 +41,7 @@ enum ModelDescription {
                              rules.joined(separator: ", ")])
             }
             for r in entity.relationships {
-                var rules = [r.inverse.map { "inverse \($0)" } ?? "one-way", "delete \(r.deleteRule.rawValue)"]
+                var rules = (origin(r.name).map { [$0] } ?? []) + [r.inverse.map { "inverse \($0)" } ?? "one-way", "delete \(r.deleteRule.rawValue)"]
                 if r.isOrdered { rules.append("ordered") }
                 if let v = r.minCount { rules.append("min count \(v)") }
                 if let v = r.maxCount { rules.append("max count \(v)") }

@@ -20,6 +20,8 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld. Use --demo for the built-in task tracker.")
     var model: String?
 
+    @OptionGroup var transformers: TransformerOptions
+
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag).")
     var demo = false
 
@@ -126,7 +128,7 @@ struct ServeCommand: ParsableCommand {
         let format = LineLogHandler.Format(rawValue: logFormat) ?? .text
         LoggingSystem.bootstrap { _ in LineLogHandler(format: format) }
         let logger = Logger(label: "managedstore")
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, transformers)
         var description = StoreDescription.path(store, readerCount: readContexts, durability: StoreDescription.Durability(rawValue: durability) ?? .full)
         description.recordsHistory = !noHistory
         description.idempotencyKeyLifetime = DurationText.parse(idempotencyTtl) ?? .seconds(86_400)

@@ -9,6 +9,8 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "The model: a JSON model file, or an Xcode .xcdatamodel or .xcdatamodeld, with --store. Use --demo for the built-in task tracker.")
     var model: String?
 
+    @OptionGroup var transformers: TransformerOptions
+
     @Flag(help: "Use the built-in task-tracker model (Project, Task, Tag), with --store.")
     var demo = false
 
@@ -43,7 +45,7 @@ struct StoreOptions: ParsableArguments {
     /// The store's coordinator; a model or store that cannot be opened ends the command (exit 2 or 1).
     func openCoordinator() throws -> PersistentStoreCoordinator {
         guard let store else { throw ValidationError("no --store given") }
-        let loaded = try loadModel(model)
+        let loaded = try loadModel(model, transformers)
         do {
             return try PersistentStoreCoordinator(model: loaded, store: .path(store))
         } catch {
@@ -53,13 +55,25 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
+/// How an Xcode model's Transformable attributes are read: every command that takes `--model`
+/// has it.
+struct TransformerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Value transformers (comma-separated) whose Transformable attributes, in an Xcode model, are kept as the bytes they write: binary, base64 in JSON. A Transformable that names none uses NSKeyedUnarchiveFromData.",
+                               valueName: "names"))
+    var binaryTransformers: String?
+
+    var names: Set<String> {
+        Set((binaryTransformers ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+    }
+}
+
 /// The model at `path` (the JSON model format, or an Xcode `.xcdatamodel` or `.xcdatamodeld`),
 /// or the built-in task tracker when there is none; a model that cannot be read or is not
 /// valid ends the command (exit 2), every problem on its own line.
-func loadModel(_ path: String?) throws -> ManagedObjectModel {
+func loadModel(_ path: String?, _ transformers: TransformerOptions) throws -> ManagedObjectModel {
     guard let path else { return .taskTracker() }
     do throws(ModelError) {
-        return try ManagedObjectModel(contentsOf: URL(fileURLWithPath: path))
+        return try ManagedObjectModel(contentsOf: URL(fileURLWithPath: path), binaryTransformers: transformers.names)
     } catch {
         CommandLog.error("\(path): the model cannot be used:")
         for problem in error.problems { CommandLog.write("  \(problem)\n") }

@@ -48,12 +48,12 @@ enum SwiftEntityGenerator {
 
     /// The file for `entity`, with `access` (`public` or `internal`) on what it declares.
     static func file(for entity: EntityDescription, of model: ManagedObjectModel, access: String) -> String {
-        header(model) + view(of: entity, access: access)
+        header(model) + view(of: entity, of: model, access: access)
     }
 
     /// One file holding the views of every entity of `model` (what the build plugin asks for).
     static func combinedFile(of model: ManagedObjectModel, access: String) -> String {
-        header(model) + model.entities.map { view(of: $0, access: access) }.joined(separator: "\n")
+        header(model) + model.entities.map { view(of: $0, of: model, access: access) }.joined(separator: "\n")
     }
 
     /// What every generated file starts with: where it comes from, and its imports.
@@ -69,15 +69,31 @@ enum SwiftEntityGenerator {
     }
 
     /// The struct of `entity`'s view.
-    private static func view(of entity: EntityDescription, access: String) -> String {
+    /// The entities `entity` inherits from, its parent first.
+    private static func ancestors(of entity: EntityDescription, in model: ManagedObjectModel) -> [String] {
+        var names: [String] = []
+        var current = entity.parent
+        while let name = current, !names.contains(name) {
+            names.append(name)
+            current = model.entity(named: name)?.parent
+        }
+        return names
+    }
+
+    private static func view(of entity: EntityDescription, of model: ManagedObjectModel, access: String) -> String {
         let a = access == "internal" ? "" : access + " "
         var lines = [
-            "/// The typed view of \(entity.name)'s objects.",
-            "\(a)struct \(entity.name): TypedObject {",
+            "/// The typed view of \(entity.name)'s objects"
+                + (entity.parent.map { ", a sub-entity of \($0): its properties come first, and `as\($0)` views an object as one" } ?? "") + ".",
+            entity.isAbstract ? "/// Abstract: its objects are its sub-entities' (a fetch returns them); it has none of its own to insert." : nil,
+            "\(a)struct \(entity.name): \(entity.isAbstract ? "TypedObject" : "InsertableTypedObject") {",
             "    \(a)static let entityName = \"\(entity.name)\"",
             "    \(a)let object: ManagedObject",
             "    \(a)init(_ object: ManagedObject) { self.object = object }",
-        ]
+        ].compactMap { $0 }
+        for ancestor in ancestors(of: entity, in: model) {
+            lines += ["", "    /// This object as \(ancestor)'s view (it has every property of it).", "    \(a)var as\(ancestor): \(ancestor) { \(ancestor)(object) }"]
+        }
         for attribute in entity.attributes {
             let type = swiftType(attribute.type)
             // A value is there once inserted when the attribute has a default (and cannot be set to nil when required).

@@ -34,10 +34,10 @@ struct TypedGenerationTests {
 
     /// Type-checks `code` with the generated views against the built ManagedStore module; the
     /// compiler's status and its diagnostics.
-    static func typecheck(_ code: String) throws -> (status: Int32, output: String) {
+    static func typecheck(_ code: String, views: URL = generated) throws -> (status: Int32, output: String) {
         let folder = TemporaryFolder()
-        for name in try FileManager.default.contentsOfDirectory(atPath: generated.path) {
-            try FileManager.default.copyItem(at: generated.appendingPathComponent(name), to: folder.url.appendingPathComponent(name))
+        for name in try FileManager.default.contentsOfDirectory(atPath: views.path) {
+            try FileManager.default.copyItem(at: views.appendingPathComponent(name), to: folder.url.appendingPathComponent(name))
         }
         try Data(("import Foundation\nimport ManagedStore\n" + code).utf8).write(to: folder.url.appendingPathComponent("use.swift"))
         let modules = try ServerProcess.executable.deletingLastPathComponent().appendingPathComponent("Modules").path
@@ -75,6 +75,40 @@ struct TypedGenerationTests {
             ("func f() -> ObjectPredicate { Task.done.beginsWith(\"t\") }", "beginsWith"),
         ] {
             let wrong = try Self.typecheck(code)
+            #expect(wrong.status != 0 && wrong.output.contains(diagnostic), "\(code) must not compile: \(wrong.output.prefix(600))")
+        }
+    }
+
+    @Test("inheritance: a sub-entity's view has its parent's properties and views itself as its parent; an abstract entity cannot be inserted")
+    func inheritedViews() throws {
+        let folder = TemporaryFolder()
+        let model = folder.url.appendingPathComponent("media.json")
+        try Data(#"""
+            {"name": "Media", "entities": [
+              {"name": "Medium", "abstract": true, "attributes": [{"name": "catalogNumber", "type": "integer64"}]},
+              {"name": "Magazine", "parent": "Medium", "attributes": [{"name": "issue", "type": "integer32"}]},
+              {"name": "Atlas", "parent": "Medium", "attributes": [{"name": "region", "type": "string"}]}]}
+            """#.utf8).write(to: model)
+        let views = folder.url.appendingPathComponent("views")
+        let run = try ServerProcess.run(["generate", "swift", "--model", model.path, "--output", views.path, "--access", "internal"])
+        #expect(run.status == 0, "\(run)")
+        let right = try Self.typecheck("""
+            func use(_ context: ManagedObjectContext) throws -> [Medium] {
+                let magazine = Magazine.insert(into: context)
+                magazine.catalogNumber = 7
+                magazine.issue = 12
+                let medium: Medium = magazine.asMedium
+                _ = medium.catalogNumber
+                return try Medium.fetch(in: context, where: Medium.catalogNumber >= 3, sortedBy: [Medium.catalogNumber.ascending])
+            }
+            """, views: views)
+        #expect(right.status == 0, "the right uses must compile: \(right.output)")
+        for (code, diagnostic) in [
+            ("func f(_ context: ManagedObjectContext) { _ = Medium.insert(into: context) }", "type 'Medium' has no member 'insert'"),
+            ("func f(_ medium: Medium) { _ = medium.issue }", "has no member 'issue'"),
+            ("func f(_ atlas: Atlas) -> Magazine { atlas.asMagazine }", "has no member 'asMagazine'"),
+        ] {
+            let wrong = try Self.typecheck(code, views: views)
             #expect(wrong.status != 0 && wrong.output.contains(diagnostic), "\(code) must not compile: \(wrong.output.prefix(600))")
         }
     }

@@ -116,6 +116,78 @@ struct XcodeModelHTTPTests {
         for id in marks + [late] { #expect(try harness.request("GET", "/v1/objects/\(id)").status == 404) }
     }
 
+    @Test("objc.io's Moody (an abstract Region, two sub-entities): every entity created, read, changed and deleted; a fetch of Region returns both kinds, page by page; uniqueness spans them",
+          .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
+    func moodyOverHTTP() throws {
+        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent("Moody.xcdatamodeld"), binaryTransformers: ["ColorsTransformer"])
+        let harness = try ServerHarness(model: model)
+        let refused = try harness.request("POST", "/v1/objects/Region", json: #"{"updatedAt": "2024-01-01T00:00:00Z"}"#)
+        #expect(refused.status == 400 && refused.text.contains("insert one of its sub-entities (Continent, Country)"), "\(refused.text)")
+        // Continent.countries and Country.moods are non-optional to-many: made together.
+        let made = try harness.request("POST", "/v1/transactions", json: #"""
+            {"operations": [
+              {"op": "insert", "entity": "Mood", "ref": "m1", "values": {"date": "2024-01-01T00:00:00Z", "colors": "AAECAw==", "latitude": 48.85}},
+              {"op": "insert", "entity": "Mood", "ref": "m2", "values": {"date": "2024-01-02T00:00:00Z"}},
+              {"op": "insert", "entity": "Country", "ref": "fr", "values": {"updatedAt": "2024-01-03T00:00:00Z", "numericISO3166Code": 250, "moods": ["m1"]}},
+              {"op": "insert", "entity": "Country", "ref": "de", "values": {"updatedAt": "2024-01-04T00:00:00Z", "numericISO3166Code": 276, "moods": ["m2"]}},
+              {"op": "insert", "entity": "Continent", "ref": "eu", "values": {"updatedAt": "2024-01-05T00:00:00Z", "numericISO3166Code": 150, "countries": ["fr", "de"]}}]}
+            """#)
+        #expect(made.status == 200, "\(made.text)")
+        let ids = try #require(made.json?["ids"] as? [String: String])
+        #expect(ids["eu"] == "Continent/1" && ids["fr"] == "Country/1" && ids["de"] == "Country/2")
+        let mood = try harness.request("GET", "/v1/objects/\(ids["m1"]!)")
+        #expect(mood.json?["colors"] as? String == "AAECAw==" && mood.json?["country"] as? String == ids["fr"], "the transformer's bytes come back as sent")
+        let france = try harness.request("GET", "/v1/objects/\(ids["fr"]!)")
+        #expect(france.json?["continent"] as? String == ids["eu"] && france.json?["numericISO3166Code"] as? Int == 250)
+
+        // A fetch of the abstract parent: every kind, each object with its own entity and properties.
+        let regions = try harness.request("GET", "/v1/objects/Region?sort=-numericISO3166Code&count=true")
+        let listed = try #require(regions.json?["objects"] as? [[String: Any]])
+        #expect(listed.map { $0["_id"] as? String } == [ids["de"], ids["fr"], ids["eu"]] && regions.json?["count"] as? Int == 3, "\(regions.text)")
+        #expect(listed[2]["countries"] as? [String] == [ids["fr"]!, ids["de"]!] && listed[0]["moods"] as? [String] == [ids["m2"]!])
+        let filtered = try harness.request("GET", "/v1/objects/Region?where=numericISO3166Code%20%3C%20260&fields=numericISO3166Code&sort=updatedAt")
+        #expect((filtered.json?["objects"] as? [[String: Any]])?.map { $0["_id"] as? String } == [ids["fr"], ids["eu"]], "\(filtered.text)")
+        var paged: [String] = []
+        var after: String?
+        for _ in 0..<10 {
+            let page = try harness.request("GET", "/v1/objects/Region?sort=uniquenessDummy&limit=1" + (after.map { "&after=\($0)" } ?? ""))
+            paged += (page.json?["objects"] as? [[String: Any]] ?? []).compactMap { $0["_id"] as? String }
+            guard let next = page.json?["next"] as? String else { break }
+            after = next
+        }
+        #expect(paged == [ids["eu"]!, ids["fr"]!, ids["de"]!], "equal sort values: by kind, then key")
+        let exactCountries = try harness.request("GET", "/v1/objects/Country?count=true")
+        #expect(exactCountries.json?["count"] as? Int == 2)
+
+        // Changes with If-Match, a stale one refused; the parent's uniqueness constraint spans both kinds.
+        let patched = try harness.request("PATCH", "/v1/objects/\(ids["fr"]!)", json: #"{"numberOfMoods": 1}"#, headers: [("If-Match", "\"1\"")])
+        #expect(patched.status == 200 && patched.json?["numberOfMoods"] as? Int == 1, "\(patched.text)")
+        #expect(try harness.request("PATCH", "/v1/objects/\(ids["fr"]!)", json: #"{"numberOfMoods": 2}"#, headers: [("If-Match", "\"1\"")]).status == 409)
+        let duplicate = try harness.request("PATCH", "/v1/objects/\(ids["de"]!)", json: #"{"numericISO3166Code": 150}"#)
+        #expect(duplicate.status == 409 && duplicate.text.contains(ids["eu"]!), "a country cannot take the continent's code: \(duplicate.text)")
+        let moodPatched = try harness.request("PATCH", "/v1/objects/\(ids["m2"]!)", json: #"{"creatorID": "someone", "colors": "BAU="}"#)
+        #expect(moodPatched.status == 200 && moodPatched.json?["colors"] as? String == "BAU=")
+
+        // The served document: no insert of Region, no aggregate of it, and its list items are either kind.
+        let document = try #require(try harness.request("GET", "/v1/openapi.json").json)
+        let paths = try #require(document["paths"] as? [String: Any])
+        #expect((paths["/v1/objects/Region"] as? [String: Any])?["post"] == nil && (paths["/v1/objects/Continent"] as? [String: Any])?["post"] != nil)
+        #expect(paths["/v1/objects/Region/aggregate"] == nil && paths["/v1/objects/Mood/aggregate"] != nil)
+        let schemas = ((document["components"] as? [String: Any])?["schemas"] as? [String: Any]) ?? [:]
+        let items = (((schemas["RegionFetchResult"] as? [String: Any])?["properties"] as? [String: Any])?["objects"] as? [String: Any])?["items"] as? [String: Any]
+        #expect((items?["oneOf"] as? [[String: String]])?.map { $0["$ref"] } == ["#/components/schemas/Continent", "#/components/schemas/Country"])
+
+        // Deletes: the continent (its countries nullified), then each country with its mood.
+        #expect(try harness.request("DELETE", "/v1/objects/\(ids["eu"]!)").status == 204)
+        #expect(try harness.request("GET", "/v1/objects/\(ids["fr"]!)").json?["continent"] is NSNull)
+        for (country, mood) in [("fr", "m1"), ("de", "m2")] {
+            #expect(try harness.request("DELETE", "/v1/objects/\(ids[country]!)").status == 204)
+            #expect(try harness.request("GET", "/v1/objects/\(ids[mood]!)").json?["country"] is NSNull)
+            #expect(try harness.request("DELETE", "/v1/objects/\(ids[mood]!)").status == 204)
+        }
+        #expect(try harness.request("GET", "/v1/objects/Region?count=true").json?["count"] as? Int == 0)
+    }
+
     @Test("one-way relationships over HTTP: written and read as IDs; deleting a destination takes it out of the holders' answers")
     func oneWayOverHTTP() throws {
         let model = try ManagedObjectModel(jsonData: Array("""

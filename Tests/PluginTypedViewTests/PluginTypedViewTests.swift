@@ -72,4 +72,28 @@ struct PluginTypedViewTests {
         }
         #expect(crowded)
     }
+
+    @Test("inheritance: a typed fetch of the abstract parent returns each sub-entity's objects, viewed as the parent")
+    func inheritedViews() throws {
+        let container = try PersistentContainer(model: try Self.model(), store: .inMemory)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            let magazine = Magazine.insert(into: context)
+            magazine.catalogNumber = 20
+            magazine.issue = 3
+            let atlas = Atlas.insert(into: context)
+            atlas.catalogNumber = 10
+            atlas.region = "Alps"
+            try context.save()
+            let media = try Medium.fetch(in: context, where: Medium.catalogNumber >= 5, sortedBy: [Medium.catalogNumber.ascending])
+            #expect(media.map(\.catalogNumber) == [10, 20])
+            #expect(media.map(\.object.entityName) == ["Atlas", "Magazine"])
+            #expect(media[1].object.typed(as: Magazine.self)?.issue == 3)
+            #expect(media[1].object.typed(as: Atlas.self) == nil)
+            #expect(atlas.object.typed(as: Medium.self)?.catalogNumber == 10 && magazine.asMedium.catalogNumber == 20)
+            // The parent's uniqueness constraint spans both kinds.
+            Magazine.insert(into: context).catalogNumber = 10
+            #expect(throws: SaveError.self) { try context.save() }
+        }
+    }
 }

@@ -84,10 +84,13 @@ extension DictionaryState {
     private func uniquenessConflicts(_ changes: ChangeSet, model: ManagedObjectModel, id: (Entity, Int64) -> ManagedObjectID) -> [ConstraintConflict] {
         let check = UniquenessCheck(changes)
         return check.groups.compactMap { group in
-            let entity = model.schema[group.entity]
-            let constraint = entity.uniquenessConstraints[group.constraint]
-            let stored = rows[entity.index].compactMap { pk, row in constraint.map({ row.attributes[$0] }) == group.values ? pk : nil }
-            return check.conflict(group, stored: stored.sorted().map { id(entity, $0) }, model: model)
+            let owner = model.schema[group.entity]
+            let constraint = owner.uniquenessConstraints[group.constraint]
+            let stored = owner.kinds.flatMap { kind in
+                rows[kind].compactMap { pk, row in constraint.map({ row.attributes[$0] }) == group.values ? pk : nil }
+                    .sorted().map { id(model.schema[kind], $0) }
+            }
+            return check.conflict(group, stored: stored, model: model)
         }
     }
 

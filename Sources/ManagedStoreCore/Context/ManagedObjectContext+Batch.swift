@@ -7,6 +7,7 @@ extension ManagedObjectContext {
     public func execute(_ request: BatchInsertRequest) throws(BatchError) -> BatchResult {
         assertOnQueue()
         let entity = try batchEntity(request.entityName)
+        guard !entity.isAbstract else { throw .invalidRequest("\(entity.name) is abstract: insert objects of one of its sub-entities") }
         try checkChunkSize(request.chunkSize)
         var next: () -> [String: PropertyValue]?
         switch request.source {

@@ -310,6 +310,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             preconditionFailure("the model has no entity '\(entityName)'; its entities are "
                 + coordinator.model.entities.map(\.name).joined(separator: ", "))
         }
+        // As Core Data: an abstract entity has no objects of its own; callers with names from
+        // outside the program check `EntityDescription.isAbstract` first (the server does).
+        precondition(!entity.isAbstract, "\(entityName) is abstract: insert an object of one of its sub-entities")
         let id = ManagedObjectID.newTemporary(storeIdentifier: coordinator.storeIdentifier, entityName: entity.name)
         return insert(entity, id: id)
     }

@@ -10,11 +10,15 @@ public struct FetchCursor: Sendable, Hashable, CustomStringConvertible {
     let fingerprint: String
     package let values: [AttributeValue]
     package let primaryKey: Int64
+    /// The entity of the object it follows, in a fetch of an entity with sub-entities: there
+    /// the order goes on by entity (`Entity.kinds`) before the key, as two kinds share keys.
+    package let entityName: String?
 
     /// The opaque text form, safe in a URL (base64url).
     public var token: String {
         var members: [(String, JSONValue)] = [("o", .string(fingerprint)), ("p", .number(String(primaryKey)))]
         members.append(("k", .array(values.map(Self.encode))))
+        if let entityName { members.append(("e", .string(entityName))) }
         let data = Data(JSONValue.object(members).serialized().utf8)
         return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
@@ -34,13 +38,19 @@ public struct FetchCursor: Sendable, Hashable, CustomStringConvertible {
             guard let value = Self.decode(item) else { return nil }
             values.append(value)
         }
-        self.init(fingerprint: fingerprint, values: values, primaryKey: pk)
+        var entityName: String?
+        if let name = json["e"] {
+            guard let text = name.stringValue else { return nil }
+            entityName = text
+        }
+        self.init(fingerprint: fingerprint, values: values, primaryKey: pk, entityName: entityName)
     }
 
-    package init(fingerprint: String, values: [AttributeValue], primaryKey: Int64) {
+    package init(fingerprint: String, values: [AttributeValue], primaryKey: Int64, entityName: String? = nil) {
         self.fingerprint = fingerprint
         self.values = values
         self.primaryKey = primaryKey
+        self.entityName = entityName
     }
 
     /// Identifies an order: entity, keys, directions and options.

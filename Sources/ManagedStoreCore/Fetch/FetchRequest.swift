@@ -38,6 +38,9 @@ public struct FetchRequest: Sendable, Hashable {
     /// `FetchError.timedOut`; nil for no limit. Materializing and using the objects afterwards
     /// is not counted.
     public var timeout: Duration?
+    /// Whether a fetch of an entity with sub-entities returns their objects too
+    /// [includesSubentities]; false fetches the objects of this very entity only.
+    public var includesSubentities: Bool = true
 
     public init(entityName: String, predicate: ObjectPredicate? = nil, sortDescriptors: [ObjectSortDescriptor] = [],
                 fetchLimit: Int = 0, fetchOffset: Int = 0, resultType: FetchResultType = .managedObjects,

@@ -27,6 +27,7 @@ extension ManagedObjectContext {
         let fetch: PreparedFetch
         do throws(FetchError) {
             fetch = try prepare(fetchRequest)
+            try fetch.refuseAcrossKinds("aggregates")
         } catch {
             throw .fetch(error)
         }

@@ -112,6 +112,7 @@ final class AsynchronousFetchRun: @unchecked Sendable {
     private func begin() throws(FetchError) -> PreparedFetch {
         guard request.pageSize > 0 else { throw .invalidRequest("the page size of an asynchronous fetch must be at least 1") }
         let prepared = try context.prepare(request.fetchRequest)
+        try prepared.refuseAcrossKinds("asynchronous fetches")
         next = request.fetchRequest.after
         offset = request.fetchRequest.fetchOffset
         remaining = request.fetchRequest.fetchLimit > 0 ? request.fetchRequest.fetchLimit : Int.max

@@ -28,6 +28,16 @@ package struct PreparedFetch {
         return result
     }
 
+    /// What a cursor's fingerprint names: the entity, marked when the order spans its kinds
+    /// (a cursor of one order is refused by the other).
+    var orderName: String { acrossKinds ? entity.name + "+" : entity.name }
+
+    /// Refuses what does not run across the kinds of a hierarchy yet.
+    package func refuseAcrossKinds(_ what: String) throws(FetchError) {
+        guard acrossKinds else { return }
+        throw .invalidRequest("\(what) of an entity with sub-entities (\(entity.name)) are not supported yet: ask for each sub-entity, or set includesSubentities to false")
+    }
+
     package var followsRelationships: Bool {
         (predicate?.followsRelationships ?? false) || sorts.contains { !$0.keyPath.steps.isEmpty }
     }
@@ -38,6 +48,7 @@ extension ManagedObjectContext {
     public func fetch(_ request: FetchRequest) throws(FetchError) -> [ManagedObject] {
         assertOnQueue()
         let prepared = try prepare(request)
+        if prepared.acrossKinds { return try fetchAcrossKinds(prepared) }
         if request.fetchBatchSize > 0 { return try fetchInBatches(prepared, batchSize: request.fetchBatchSize) }
         let objects: [ManagedObject]
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
@@ -92,6 +103,7 @@ extension ManagedObjectContext {
 
     func objectIDs(_ prepared: PreparedFetch) throws(FetchError) -> [ManagedObjectID] {
         let request = prepared.request
+        if prepared.acrossKinds { return try fetchAcrossKinds(prepared).map(\.objectID) }
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).map(\.objectID)
         }
@@ -106,6 +118,7 @@ extension ManagedObjectContext {
     public func count(for request: FetchRequest) throws(FetchError) -> Int {
         assertOnQueue()
         let prepared = try prepare(request)
+        if prepared.acrossKinds { return try countAcrossKinds(prepared) }
         if request.includesPendingChanges && hasPendingChanges(in: prepared.entitiesRead) {
             return try fetchIncludingPendingChanges(prepared).count
         }
@@ -120,6 +133,7 @@ extension ManagedObjectContext {
     public func fetchDictionaries(_ request: FetchRequest) throws(FetchError) -> [[String: PropertyValue]] {
         assertOnQueue()
         let prepared = try prepare(request)
+        try prepared.refuseAcrossKinds("dictionary results")
         let names = request.propertiesToFetch ?? prepared.entity.attributes.map(\.name)
         let keyPaths = try names.map { name throws(FetchError) -> ResolvedKeyPath in
             let keyPath = try ResolvedKeyPath(name, rootEntity: prepared.entity, model: coordinator.model)
@@ -182,7 +196,7 @@ extension ManagedObjectContext {
             prepared.deadline = now.addingReportingOverflow(UInt64(max(0, total))).overflow ? UInt64.max : now + UInt64(max(0, total))
         }
         if let cursor = request.after {
-            guard cursor.fingerprint == FetchCursor.fingerprint(entity: entity.name, sorts: request.sortDescriptors),
+            guard cursor.fingerprint == FetchCursor.fingerprint(entity: prepared.orderName, sorts: request.sortDescriptors),
                   cursor.values.count == sorts.count else {
                 throw .invalidRequest("the cursor belongs to another order (entity and sort keys must be those of the page it came from)")
             }
@@ -198,7 +212,8 @@ extension ManagedObjectContext {
     public func cursor(after object: ManagedObject, for request: FetchRequest) throws(FetchError) -> FetchCursor {
         assertOnQueue()
         let prepared = try prepare(request)
-        guard object.entity.index == prepared.entity.index, let pk = object.objectID.primaryKey else {
+        let belongs = prepared.acrossKinds ? prepared.entity.kinds.contains(object.entity.index) : object.entity.index == prepared.entity.index
+        guard belongs, let pk = object.objectID.primaryKey else {
             throw .invalidRequest("a cursor needs a saved \(prepared.entity.name) object")
         }
         let evaluator = PredicateEvaluator(context: self)
@@ -206,8 +221,8 @@ extension ManagedObjectContext {
             if case .attribute(let v) = evaluator.value(sort.keyPath, from: object) { return v }
             return .null
         }
-        return FetchCursor(fingerprint: FetchCursor.fingerprint(entity: prepared.entity.name, sorts: request.sortDescriptors),
-                           values: values, primaryKey: pk)
+        return FetchCursor(fingerprint: FetchCursor.fingerprint(entity: prepared.orderName, sorts: request.sortDescriptors),
+                           values: values, primaryKey: pk, entityName: prepared.acrossKinds ? object.entity.name : nil)
     }
 
     /// Whether this context holds unsaved changes to objects of these entities.

@@ -17,10 +17,17 @@ public struct AttributeDescription: Sendable, Hashable {
     /// The name this attribute had in the model a store was made with, when it was renamed
     /// [renamingIdentifier]: lightweight migration keeps its stored values under the new name.
     public var renamingIdentifier: String?
+    /// For a binary attribute: the value transformer of the Core Data model's Transformable it
+    /// comes from [valueTransformerName]. The server keeps and serves the bytes the
+    /// transformer writes, as Core Data's store does; only the app can turn them into objects.
+    /// Kept so that the model goes back to Xcode's format as it came.
+    public var valueTransformerName: String?
 
     public init(name: String, type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null,
                 minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil,
-                minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil, renamingIdentifier: String? = nil) {
+                minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil, renamingIdentifier: String? = nil,
+                valueTransformerName: String? = nil) {
+        self.valueTransformerName = valueTransformerName
         self.name = name
         self.type = type
         self.isOptional = isOptional

@@ -13,9 +13,17 @@ public struct EntityDescription: Sendable, Hashable {
     /// The name this entity had in the model a store was made with, when it was renamed
     /// [renamingIdentifier]: lightweight migration keeps its objects under the new name.
     public var renamingIdentifier: String?
+    /// The entity this one inherits from [superentity]: its objects have every property,
+    /// constraint and index of the parent's too, and a fetch of the parent includes them.
+    public var parent: String?
+    /// An abstract entity has no objects of its own [isAbstract]: only its sub-entities do.
+    public var isAbstract: Bool
 
     public init(name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-                uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil) {
+                uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil,
+                parent: String? = nil, isAbstract: Bool = false) {
+        self.parent = parent
+        self.isAbstract = isAbstract
         self.name = name
         self.attributes = attributes
         self.relationships = relationships

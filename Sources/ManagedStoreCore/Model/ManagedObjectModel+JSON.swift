@@ -17,13 +17,13 @@ extension ManagedObjectModel {
         let (name, version, entities) = reader.read(json)
         guard reader.problems.isEmpty else {
             // Check what could be read too, so one attempt reports every problem.
-            throw ModelError(reader.problems + ModelChecker(entities: entities).problems())
+            throw ModelError(reader.problems + ModelChecker.problems(of: entities))
         }
         try self.init(name: name, version: version, entities: entities)
     }
 
     /// The model in its JSON format (what `init(jsonData:)` reads).
-    public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: entities) }
+    public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: authoredEntities) }
 
     /// The JSON model format of these parts; `renamingIdentifiers: false` leaves out the names
     /// elements had before, as the version hash does (`ManagedObjectModel.versionHash`).
@@ -42,6 +42,8 @@ extension ManagedObjectModel {
             return [("renamingIdentifier", .string(identifier))]
         }
         var members: [(String, JSONValue)] = [("name", .string(entity.name))] + renaming(entity.renamingIdentifier)
+        if let parent = entity.parent { members.append(("parent", .string(parent))) }
+        if entity.isAbstract { members.append(("abstract", .bool(true))) }
         members.append(("attributes", .array(entity.attributes.map { a in
             var m: [(String, JSONValue)] = [("name", .string(a.name)), ("type", .string(a.type.rawValue)),
                                             ("optional", .bool(a.isOptional))]
@@ -51,6 +53,7 @@ extension ManagedObjectModel {
             if let v = a.minLength { m.append(("minLength", .number(String(v)))) }
             if let v = a.maxLength { m.append(("maxLength", .number(String(v)))) }
             if let v = a.pattern { m.append(("pattern", .string(v))) }
+            if let v = a.valueTransformerName { m.append(("valueTransformer", .string(v))) }
             return .object(m + renaming(a.renamingIdentifier))
         })))
         members.append(("relationships", .array(entity.relationships.map { r in
@@ -109,14 +112,24 @@ private struct ModelJSONReader {
             problem(nil, nil, "entity #\(position + 1) has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "attributes", "relationships", "uniquenessConstraints", "indexes", "renamingIdentifier"],
+        unknownKeys(json, allowed: ["name", "parent", "abstract", "attributes", "relationships", "uniquenessConstraints", "indexes",
+                                    "renamingIdentifier"],
                     entity: name, property: nil)
+        var parent: String?
+        if let value = json["parent"] {
+            if let text = value.stringValue, !text.isEmpty { parent = text } else { problem(name, nil, "\"parent\" must be the name of an entity") }
+        }
+        var isAbstract = false
+        if let value = json["abstract"] {
+            if let flag = value.boolValue { isAbstract = flag } else { problem(name, nil, "\"abstract\" must be true or false") }
+        }
         let attributes = (json["attributes"]?.arrayValue ?? []).compactMap { readAttribute($0, entity: name) }
         let relationships = (json["relationships"]?.arrayValue ?? []).compactMap { readRelationship($0, entity: name) }
         return EntityDescription(name: name, attributes: attributes, relationships: relationships,
                                  uniquenessConstraints: readLists(json["uniquenessConstraints"], entity: name, key: "uniquenessConstraints"),
                                  indexes: readLists(json["indexes"], entity: name, key: "indexes"),
-                                 renamingIdentifier: readRenamingIdentifier(json, entity: name, property: nil))
+                                 renamingIdentifier: readRenamingIdentifier(json, entity: name, property: nil),
+                                 parent: parent, isAbstract: isAbstract)
     }
 
     /// The optional `renamingIdentifier`: the element's name in an earlier version of the model.
@@ -144,7 +157,8 @@ private struct ModelJSONReader {
             problem(entity, nil, "an attribute has no \"name\" string")
             return nil
         }
-        unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern", "renamingIdentifier"],
+        unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern", "renamingIdentifier",
+                                    "valueTransformer"],
                     entity: entity, property: name)
         guard let typeName = json["type"]?.stringValue else {
             problem(entity, name, "missing \"type\"")
@@ -181,6 +195,11 @@ private struct ModelJSONReader {
         attribute.maxLength = length("maxLength")
         if let p = json["pattern"] {
             if let s = p.stringValue { attribute.pattern = s } else { problem(entity, name, "\"pattern\" must be a string") }
+        }
+        if let t = json["valueTransformer"] {
+            if let s = t.stringValue, !s.isEmpty { attribute.valueTransformerName = s } else {
+                problem(entity, name, "\"valueTransformer\" must be the name of a value transformer")
+            }
         }
         return attribute
     }

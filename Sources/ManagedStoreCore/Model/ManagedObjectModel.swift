@@ -8,7 +8,12 @@ import Foundation
 public final class ManagedObjectModel: Sendable {
     public let name: String
     public let version: Int
+    /// Every entity as the stores, contexts and the API see it: a sub-entity with everything it
+    /// inherits, its parent's properties first (`EntityInheritance`).
     public let entities: [EntityDescription]
+    /// The entities as their author wrote them: a sub-entity with its own properties only.
+    /// What the model's file formats hold.
+    public let authoredEntities: [EntityDescription]
     /// A stable hash of the model's content, stored in each store: a store made from a model
     /// with another hash is migrated (or refused) when opened. As in Core Data, the
     /// `renamingIdentifier`s are not part of it: they say where the content came from, not
@@ -24,12 +29,17 @@ public final class ManagedObjectModel: Sendable {
     public init(name: String, version: Int = 1, entities: [EntityDescription]) throws(ModelError) {
         self.name = name
         self.version = version
-        self.entities = entities
-        let problems = ModelChecker(entities: entities).problems()
+        self.authoredEntities = entities
+        let problems = ModelChecker.problems(of: entities)
         guard problems.isEmpty else { throw ModelError(problems) }
+        let inheritance = EntityInheritance(entities)
+        let authored = entities
+        let entities = inheritance.flattened(authored)
+        self.entities = entities
         var indexByName: [String: Int] = [:]
         for (i, e) in entities.enumerated() { indexByName[e.name] = i }
         self.entityIndexByName = indexByName
+        let places = EntityHierarchyPlace.places(of: entities, inheritance: inheritance)
         self.schema = entities.enumerated().map { index, entity in
             let relationships = entity.relationships.enumerated().map { r, rel in
                 let destinationIndex = indexByName[rel.destination]!  // checked by ModelChecker
@@ -44,7 +54,7 @@ public final class ManagedObjectModel: Sendable {
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
                                     storage: Self.storage(entity: entity.name, rel, inverse: inverse))
             }
-            return Entity(index: index, description: entity, relationships: relationships)
+            return Entity(index: index, description: entity, relationships: relationships, place: places[index])
         }
         var holders = [[(entity: Int, relationship: Int)]](repeating: [], count: entities.count)
         for holder in schema {
@@ -53,7 +63,7 @@ public final class ManagedObjectModel: Sendable {
             }
         }
         self.oneWayHolders = holders
-        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: entities, renamingIdentifiers: false))
+        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored, renamingIdentifiers: false))
     }
 
     /// The description of the entity called `name`, if the model has one.
@@ -116,12 +126,34 @@ public final class ManagedObjectModel: Sendable {
 
 /// Finds every problem in a set of entity descriptions.
 struct ModelChecker {
+    /// The entities with what they inherit (`EntityInheritance.flattened`).
     let entities: [EntityDescription]
+    /// The same entities as written: the properties, constraints and indexes each declares.
+    /// A problem of an inherited property is reported once, on the entity that declares it.
+    let authored: [EntityDescription]
+
+    /// A checker of entities without inheritance, or whose parents could not be resolved.
+    init(entities: [EntityDescription]) {
+        self.init(entities: entities, authored: entities)
+    }
+
+    init(entities: [EntityDescription], authored: [EntityDescription]) {
+        self.entities = entities
+        self.authored = authored
+    }
+
+    /// Every problem of `authored`, its inheritance included: what building a model from it
+    /// would report.
+    static func problems(of authored: [EntityDescription]) -> [ModelProblem] {
+        let inheritance = EntityInheritance(authored)
+        guard inheritance.problems.isEmpty else { return ModelChecker(entities: authored).problems() + inheritance.problems }
+        return ModelChecker(entities: inheritance.flattened(authored), authored: authored).problems()
+    }
 
     func problems() -> [ModelProblem] {
         var problems: [ModelProblem] = []
         var seenEntities: Set<String> = []
-        for entity in entities {
+        for (entity, own) in zip(entities, authored) {
             if let problem = Self.nameProblem(entity.name) {
                 problems.append(ModelProblem(entity: entity.name, message: "entity name \(problem)"))
             }
@@ -129,7 +161,7 @@ struct ModelChecker {
             if !seenEntities.insert(entity.name.lowercased()).inserted {
                 problems.append(ModelProblem(entity: entity.name, message: "duplicate entity name"))
             }
-            problems += check(entity)
+            problems += check(entity, own: own)
         }
         problems += renamingProblems(entities.map { ($0.name, $0.renamingIdentifier) }, entity: nil)
         return problems
@@ -160,25 +192,37 @@ struct ModelChecker {
         return nil
     }
 
-    func check(_ entity: EntityDescription) -> [ModelProblem] {
+    /// The problems of `entity` (with what it inherits) in what `own` declares.
+    func check(_ entity: EntityDescription, own: EntityDescription) -> [ModelProblem] {
         var problems: [ModelProblem] = []
         func problem(_ property: String?, _ message: String) {
             problems.append(ModelProblem(entity: entity.name, property: property, message: message))
         }
+        let inheritedNames = Set((entity.attributes.dropLast(own.attributes.count).map(\.name)
+                                  + entity.relationships.dropLast(own.relationships.count).map(\.name)).map { $0.lowercased() })
         var seen: Set<String> = []
-        for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) {
+        for name in own.attributes.map(\.name) + own.relationships.map(\.name) {
             if let p = Self.nameProblem(name) { problem(name, "property name \(p)") }
-            if !seen.insert(name.lowercased()).inserted { problem(name, "duplicate property name") }
+            if inheritedNames.contains(name.lowercased()) {
+                problem(name, "is also a property of parent entity \(entity.parent ?? "?"): a sub-entity cannot declare it again")
+            } else if !seen.insert(name.lowercased()).inserted {
+                problem(name, "duplicate property name")
+            }
         }
-        problems += renamingProblems(entity.attributes.map { ($0.name, $0.renamingIdentifier) }
-                                     + entity.relationships.map { ($0.name, $0.renamingIdentifier) }, entity: entity.name)
-        for attribute in entity.attributes { problems += check(attribute, in: entity) }
-        for rel in entity.relationships {
+        problems += renamingProblems(own.attributes.map { ($0.name, $0.renamingIdentifier) }
+                                     + own.relationships.map { ($0.name, $0.renamingIdentifier) }, entity: entity.name)
+        for attribute in own.attributes { problems += check(attribute, in: entity) }
+        for rel in own.relationships {
             guard let destination = entities.first(where: { $0.name == rel.destination }) else {
                 problem(rel.name, "unknown destination entity '\(rel.destination)'")
                 continue
             }
             problems += countProblems(rel).map { ModelProblem(entity: entity.name, property: rel.name, message: $0) }
+            let subentities = entities.filter { $0.parent == destination.name }.map(\.name)
+            if !subentities.isEmpty {
+                problem(rel.name, "its destination \(destination.name) has sub-entities (\(subentities.joined(separator: ", "))): "
+                        + "a relationship to a parent entity is not supported yet; point it at one concrete entity")
+            }
             guard let inverseName = rel.inverse else {
                 if rel.isToMany && !rel.isOptional {
                     problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")
@@ -196,7 +240,7 @@ struct ModelChecker {
                 problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")
             }
         }
-        for (kind, lists) in [("uniqueness constraint", entity.uniquenessConstraints), ("index", entity.indexes)] {
+        for (kind, lists) in [("uniqueness constraint", own.uniquenessConstraints), ("index", own.indexes)] {
             for list in lists {
                 if list.isEmpty { problem(nil, "empty \(kind)") }
                 for name in list {
@@ -229,6 +273,9 @@ struct ModelChecker {
         if let minLength = attribute.minLength, minLength < 0 { problem("'minLength' is negative") }
         if let minLength = attribute.minLength, let maxLength = attribute.maxLength, minLength > maxLength {
             problem("'minLength' is greater than 'maxLength'")
+        }
+        if attribute.valueTransformerName != nil && attribute.type != .binary {
+            problem("'valueTransformer' applies to binary attributes only (the bytes a Transformable's transformer writes)")
         }
         if let pattern = attribute.pattern, let error = WholeStringRegex.shared.error(pattern) {
             problem("'pattern' is not a valid regular expression: \(error)")

@@ -101,10 +101,28 @@ package final class Entity: Sendable {
     let hasCountRules: Bool
     /// The relationships of a new object (no destinations), shared by every insert until written.
     let emptyRelationships: [RelationshipState]
-    /// The entity as its author described it.
+    /// The entity as stores and contexts see it: with every property it inherits.
     package let descriptionValue: EntityDescription
-    init(index: Int, description: EntityDescription, relationships: [Relationship]) {
+    /// The entity it inherits from, if any.
+    package let parentIndex: Int?
+    /// An abstract entity has no objects of its own: inserting one is refused.
+    package let isAbstract: Bool
+    /// The entities whose objects a fetch of this one returns: itself unless abstract, and
+    /// every concrete entity below it, in model order.
+    package let kinds: [Int]
+    /// Whether a fetch of this entity reads its own objects only: the common case, which
+    /// runs as one store fetch.
+    package let isSingleKind: Bool
+    /// Per uniqueness constraint: the entity that declared it, across whose kinds its values
+    /// must be unique (this entity, or an ancestor for an inherited constraint).
+    package let uniquenessOwners: [Int]
+    init(index: Int, description: EntityDescription, relationships: [Relationship], place: EntityHierarchyPlace) {
         self.index = index
+        self.parentIndex = place.parent
+        self.isAbstract = description.isAbstract
+        self.kinds = place.kinds
+        self.isSingleKind = place.kinds == [index]
+        self.uniquenessOwners = place.uniquenessOwners
         self.name = description.name
         self.attributes = description.attributes
         self.relationships = relationships

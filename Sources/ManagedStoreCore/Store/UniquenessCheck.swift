@@ -5,6 +5,8 @@
 /// values.
 package struct UniquenessCheck {
     package struct Group: Hashable {
+        /// The entity that declared the constraint: objects of all its kinds (`Entity.kinds`)
+        /// share the group, and the stored objects of every kind count against it.
         package let entity: Int
         /// The constraint's position in `Entity.uniquenessConstraints`.
         package let constraint: Int
@@ -32,14 +34,17 @@ package struct UniquenessCheck {
         for (c, constraint) in entity.uniquenessConstraints.enumerated() {
             let values = constraint.map { attributes[$0] }
             if values.contains(where: \.isNull) { continue }
-            let group = Group(entity: entity.index, constraint: c, values: values)
+            // An inherited constraint has the same position, over the same attributes, in the
+            // entity that declared it (EntityInheritance.swift).
+            let group = Group(entity: entity.uniquenessOwners[c], constraint: c, values: values)
             if members[group] == nil { groups.append(group) }
             members[group, default: []].append(objectID)
         }
     }
 
-    /// The conflict of `group`, given the stored objects holding its values (`stored`, in key
-    /// order, leaving ones included); nil when it has none.
+    /// The conflict of `group`, given the stored objects holding its values (`stored`, of each
+    /// of the group entity's kinds in turn, in key order, leaving ones included); nil when it
+    /// has none.
     package func conflict(_ group: Group, stored: [ManagedObjectID], model: ManagedObjectModel) -> ConstraintConflict? {
         let entity = model.schema[group.entity]
         let constraint = entity.uniquenessConstraints[group.constraint]

@@ -27,13 +27,19 @@ public struct TypedRelationship<Root: TypedObject, Destination: TypedObject>: Se
     public init(_ name: String) { self.name = name }
 }
 
-extension TypedObject {
-    public var objectID: ManagedObjectID { object.objectID }
+/// The typed view of an entity that has objects of its own: every entity but an abstract one,
+/// so that inserting an abstract entity's object does not compile.
+public protocol InsertableTypedObject: TypedObject {}
 
+extension InsertableTypedObject {
     /// A new object of the entity in `context` [insertNewObject(forEntityName:into:)].
     public static func insert(into context: ManagedObjectContext) -> Self {
         Self(context.insertNewObject(forEntityName: entityName))
     }
+}
+
+extension TypedObject {
+    public var objectID: ManagedObjectID { object.objectID }
 
     /// A fetch request for the entity's objects [fetchRequest()].
     public static func fetchRequest(where predicate: ObjectPredicate? = nil, sortedBy sorts: [TypedSort<Self>] = [],
@@ -76,8 +82,12 @@ extension TypedObject {
 }
 
 extension ManagedObject {
-    /// This object as `T`'s typed view; nil when it is of another entity.
+    /// This object as `T`'s typed view; nil when it is of another entity (an object of a
+    /// sub-entity of `T`'s entity is one of `T` too).
     public func typed<T: TypedObject>(as type: T.Type) -> T? {
-        entityName == T.entityName ? T(self) : nil
+        if entityName == T.entityName { return T(self) }
+        guard let model = context?.coordinator.model, let kind = model.resolvedEntity(named: T.entityName),
+              kind.kinds.contains(entity.index) else { return nil }
+        return T(self)
     }
 }

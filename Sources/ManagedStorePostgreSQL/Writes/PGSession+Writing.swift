@@ -147,16 +147,27 @@ extension PGSession {
         let check = UniquenessCheck(changes)
         var conflicts: [ConstraintConflict] = []
         for group in check.groups {
-            let entity = model.schema[group.entity]
-            let table = schema[entity]
-            var conditions: [String] = []
-            var parameters: [String?] = []
-            for (i, a) in entity.uniquenessConstraints[group.constraint].enumerated() {
-                parameters.append(try PGValues.text(group.values[i]))
-                conditions.append("\(table.attributeColumns[a]) = $\(parameters.count)")
+            let owner = model.schema[group.entity]
+            if owner.kinds.count > 1 {
+                // The values must be unique across several tables, which no unique index
+                // spans: writers that store these values take turns until they commit.
+                var lockKey = "unique \(owner.name) \(group.constraint)"
+                for value in group.values { lockKey += "\u{0}" + ((try PGValues.text(value)) ?? "") }
+                try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", [lockKey])
             }
-            let result = try connection.execute("SELECT _pk FROM \(table.table) WHERE \(conditions.joined(separator: " AND ")) ORDER BY _pk", parameters)
-            let stored = (0..<result.rowCount).compactMap { result.int64($0, 0) }.map { id(entity, $0) }
+            var stored: [ManagedObjectID] = []
+            for kind in owner.kinds {
+                let entity = model.schema[kind]
+                let table = schema[entity]
+                var conditions: [String] = []
+                var parameters: [String?] = []
+                for (i, a) in entity.uniquenessConstraints[group.constraint].enumerated() {
+                    parameters.append(try PGValues.text(group.values[i]))
+                    conditions.append("\(table.attributeColumns[a]) = $\(parameters.count)")
+                }
+                let result = try connection.execute("SELECT _pk FROM \(table.table) WHERE \(conditions.joined(separator: " AND ")) ORDER BY _pk", parameters)
+                stored += (0..<result.rowCount).compactMap { result.int64($0, 0) }.map { id(entity, $0) }
+            }
             if let conflict = check.conflict(group, stored: stored, model: model) { conflicts.append(conflict) }
         }
         return conflicts

@@ -13,6 +13,7 @@ extension ManagedObjectContext {
 
     func compiledSQL(_ request: FetchRequest) throws(FetchError) -> (sql: String, bindings: [AttributeValue]) {
         let prepared = try prepare(request)
+        try prepared.refuseAcrossKinds("compiled SQL")
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity, tables: SQLiteSchema(coordinator.model))
         let sql = SQLiteFetch.selectSQL(prepared, columns: EntityTable(prepared.entity).rowColumnsSQL, query: &query,
                                         limit: request.fetchLimit, offset: request.fetchOffset)

@@ -151,7 +151,9 @@ struct ChangeSetWriter {
             for (c, constraint) in entity.uniquenessConstraints.enumerated() {
                 let values = constraint.map { attributes[$0] }
                 if values.contains(where: \.isNull) { continue }
-                let key = UniqueKey(entity: entity.index, constraint: c, values: values)
+                // Keyed by the entity that declared the constraint: its kinds share it
+                // (an inherited constraint has the same position there).
+                let key = UniqueKey(entity: entity.uniquenessOwners[c], constraint: c, values: values)
                 if groups[key] == nil { order.append(key) }
                 groups[key, default: []].append(id)
             }
@@ -167,21 +169,26 @@ struct ChangeSetWriter {
         for key in order {
             let entity = model.schema[key.entity]
             let constraint = entity.uniquenessConstraints[key.constraint]
-            let condition = constraint.map { "\(quoteIdentifier(entity.attributes[$0].name)) = ?" }.joined(separator: " AND ")
-            let stored: [Int64] = try connection.withStatement("SELECT \"_pk\" FROM \(entity.table) WHERE \(condition)") { s throws(StoreError) in
-                for (i, value) in key.values.enumerated() { s.bind(value, at: Int32(i + 1)) }
-                var pks: [Int64] = []
-                while try s.step() { pks.append(s.int64(0)) }
-                return pks
-            }.filter { !leaving.contains(ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent($0))) }
+            // Every kind's table holds the constraint's columns at the same positions; one
+            // writer at a time, so checking them in turn is as good as one index.
+            var stored: [ManagedObjectID] = []
+            for kind in entity.kinds.map({ model.schema[$0] }) {
+                let condition = constraint.map { "\(quoteIdentifier(kind.attributes[$0].name)) = ?" }.joined(separator: " AND ")
+                stored += try connection.withStatement("SELECT \"_pk\" FROM \(kind.table) WHERE \(condition)") { s throws(StoreError) in
+                    for (i, value) in key.values.enumerated() { s.bind(value, at: Int32(i + 1)) }
+                    var pks: [Int64] = []
+                    while try s.step() { pks.append(s.int64(0)) }
+                    return pks
+                }.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: kind.name, key: .permanent($0)) }
+                .filter { !leaving.contains($0) }
+            }
             let members = groups[key]!
             if members.count > 1 || !stored.isEmpty {
                 var values: [String: AttributeValue] = [:]
                 for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = key.values[i] }
                 conflicts.append(ConstraintConflict(
                     entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
-                    conflictingObjects: stored.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent($0)) },
-                    objects: members))
+                    conflictingObjects: stored, objects: members))
             }
         }
         return conflicts

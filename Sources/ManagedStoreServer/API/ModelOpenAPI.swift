@@ -18,8 +18,10 @@ enum ModelOpenAPI {
         document = replacing("paths", in: document) { paths in
             .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in
                 guard path.contains("{entity}") else { return [(path, item)] }
-                return model.entities.map { entity in
-                    (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
+                return model.entities.compactMap { entity in
+                    // Aggregates run over one entity's objects: a parent entity has none of its own path.
+                    if path.hasSuffix("/aggregate") && kinds(of: entity, in: model) != [entity.name] { return nil }
+                    return (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
                 }
             })
         }
@@ -47,7 +49,7 @@ enum ModelOpenAPI {
                     }
                     return [(entity.name, schemas.object), (entity.name + "Values", schemas.values), (entity.name + "Insert", schemas.insert),
                             (entity.name + "BatchValues", schemas.batchValues),
-                            (entity.name + "FetchResult", fetchResult(entity.name)),
+                            (entity.name + "FetchResult", fetchResult(kinds(of: entity, in: model))),
                             (entity.name + "PropertyNames", specific(parameterSchemas.propertyNames(entity), generic: "PropertyNames")),
                             (entity.name + "IncludePaths", specific(parameterSchemas.includePaths(entity), generic: "IncludePaths")),
                             (entity.name + "SortKeys", specific(parameterSchemas.sortKeys(entity), generic: "SortKeys")),
@@ -90,6 +92,8 @@ enum ModelOpenAPI {
                 return kept.isEmpty ? nil : (key, .array(kept))
             }
             guard methods.contains(key) else { return (key, value) }
+            // An abstract entity has no objects of its own to insert (the server answers 400).
+            if key == "post" && description.isAbstract { return nil }
             var operation = rewritingReferences(value, entity: entity, method: key)
             operation = ModelExamples(model: model).specializing(operation, entity: description)
             operation = replacing("operationId", in: operation) { .string(operationID($0.stringValue ?? key, entity: entity)) }
@@ -138,12 +142,21 @@ enum ModelOpenAPI {
         }
     }
 
-    private static func fetchResult(_ entity: String) -> JSONValue {
-        .object([
+    /// The entities whose objects a fetch of `entity` answers: itself unless abstract, and
+    /// every concrete entity below it (each object with its own schema).
+    static func kinds(of entity: EntityDescription, in model: ManagedObjectModel) -> [String] {
+        guard let resolved = model.resolvedEntity(named: entity.name), !resolved.kinds.isEmpty else { return [entity.name] }
+        return resolved.kinds.map { model.schema[$0].name }
+    }
+
+    private static func fetchResult(_ kinds: [String]) -> JSONValue {
+        let reference = { (name: String) in JSONValue.object([("$ref", .string("#/components/schemas/\(name)"))]) }
+        let item = kinds.count == 1 ? reference(kinds[0]) : .object([("oneOf", .array(kinds.map(reference)))])
+        return .object([
             ("type", .string("object")),
             ("required", .array([.string("objects"), .string("next")])),
             ("properties", .object([
-                ("objects", .object([("type", .string("array")), ("items", .object([("$ref", .string("#/components/schemas/\(entity)"))]))])),
+                ("objects", .object([("type", .string("array")), ("items", item)])),
                 ("next", .object([("type", .array([.string("string"), .string("null")])),
                                   ("description", .string("The cursor of the next page (pass it as `after`), or null on the last page."))])),
                 ("count", .object([("type", .string("integer")), ("minimum", .number("0"))])),

@@ -181,6 +181,7 @@ enum OpenAPIDocument {
     ],
     "operationId": "insertObject",
     "summary": "Insert one object (a JSON object body), or many (a JSON array, or an NDJSON stream) [NSBatchInsertRequest].",
+    "description": "An abstract entity has no objects of its own, so an insert of one is 400 naming its sub-entities (and the model's document has no insert for it).",
     "parameters": [
      {
       "name": "atomic",
@@ -1082,7 +1083,7 @@ enum OpenAPIDocument {
      {
       "name": "entity",
       "in": "query",
-      "description": "Comma-separated entities; only their changes are listed, and transactions with none are left out.",
+      "description": "Comma-separated entities; only their changes are listed, and transactions with none are left out. A parent entity stands for its sub-entities too.",
       "schema": {
        "$ref": "#/components/schemas/EntityNames"
       },
@@ -1436,7 +1437,7 @@ enum OpenAPIDocument {
     "name": "entity",
     "in": "path",
     "required": true,
-    "description": "An entity of the model.",
+    "description": "An entity of the model. For an entity with sub-entities, a fetch returns their objects too, each answered with its own `_id` entity name, ordered by the sort keys, then entity (in the model's order), then key.",
     "schema": {
      "type": "string"
     },

@@ -33,6 +33,12 @@ struct Problem: Error, Sendable {
         Problem(status: 404, code: "unknown-entity", title: "Unknown entity", detail: "the model has no entity '\(name)'",
                 extra: [("entity", .string(name))])
     }
+    /// An insert of an abstract entity, which has no objects of its own.
+    static func abstractEntity(_ name: String, subentities: [String]) -> Problem {
+        let choice = subentities.isEmpty ? "it has no sub-entities" : "insert one of its sub-entities (\(subentities.joined(separator: ", ")))"
+        return Problem(status: 400, code: "bad-request", title: "Abstract entity", detail: "\(name) is abstract: \(choice)",
+                       extra: [("entity", .string(name))])
+    }
     static func unknownProperty(_ entity: String, _ property: String) -> Problem {
         Problem(status: 400, code: "unknown-property", title: "Unknown property", detail: "\(entity) has no property '\(property)'",
                 extra: [("entity", .string(entity)), ("property", .string(property))])

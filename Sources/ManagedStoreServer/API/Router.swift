@@ -101,7 +101,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? {
         guard request.method == "POST", request.mediaType == "application/x-ndjson" else { return nil }
         let segments = request.pathSegments
-        guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]),
+        guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]), !entity.isAbstract,
               // A request the token does not allow is answered by `handle`, never read.
               access.allows(request, .write, on: .entity(entity.name)),
               let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)

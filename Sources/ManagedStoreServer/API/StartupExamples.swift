@@ -24,7 +24,7 @@ public enum StartupExamples {
     /// with that insert's body: its mandatory attributes inside their rules, or, when it has
     /// none, one attribute of its own (a string first) so that the example sets a property.
     static func insertExample(in model: ManagedObjectModel) -> (EntityDescription, JSONValue)? {
-        for entity in model.entities {
+        for entity in model.entities where !entity.isAbstract {
             guard case .object(var members)? = EntitySchemas(entity: entity).example else { continue }
             if members.isEmpty {
                 let settable = entity.attributes.filter { $0.pattern == nil }

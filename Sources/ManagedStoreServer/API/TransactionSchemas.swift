@@ -40,7 +40,8 @@ struct TransactionSchemas {
     }
 
     private var operation: JSONValue {
-        let choices = model.entities.flatMap { [reference($0.name + "InsertOperation"), reference($0.name + "UpdateOperation")] }
+        // An abstract entity has no objects of its own: no insert, and no ID to update.
+        let choices = model.entities.filter { !$0.isAbstract }.flatMap { [reference($0.name + "InsertOperation"), reference($0.name + "UpdateOperation")] }
             + [reference("RefUpdateOperation"), reference("DeleteOperation")]
         return .object([("oneOf", .array(choices))])
     }

@@ -35,6 +35,10 @@ public struct NDJSONFileImport {
             throw Failure(code: "unknown-entity", line: nil, committed: 0, problemJSON: "",
                           message: "the model has no entity '\(entityName)' (its entities: \(coordinator.model.entities.map(\.name).joined(separator: ", ")))")
         }
+        guard !entity.isAbstract else {
+            throw Failure(code: "bad-request", line: nil, committed: 0, problemJSON: "",
+                          message: "\(entityName) is abstract: import into one of its sub-entities (\(coordinator.model.entities.filter { $0.parent == entityName }.map(\.name).joined(separator: ", ")))")
+        }
         self.coordinator = coordinator
         self.entity = entity
         self.author = author

@@ -14,6 +14,7 @@ struct WriteRequestParser {
     /// insert, one transaction). An NDJSON body never gets here: it is read as it arrives
     /// (`NDJSONImport`).
     func insert(_ request: HTTPRequest, entity: EntityDescription) throws(Problem) -> WriteRequest {
+        try insertable(entity)
         let policy = try mergePolicy(request, alsoAllowed: ["atomic"])
         _ = try Self.atomic(request)
         guard let json = try body(request, allowNDJSON: false) else { throw Problem.badRequest("the body is empty") }
@@ -135,6 +136,7 @@ struct WriteRequestParser {
             case "insert":
                 guard let name = item["entity"]?.stringValue else { throw fail("missing \"entity\"") }
                 let entity = try self.entity(name)
+                try insertable(entity)
                 var ref: String?
                 if let text = item["ref"]?.stringValue {
                     guard refs[text] == nil else { throw fail("ref \"\(text.prefix(100))\" is used twice") }
@@ -160,6 +162,12 @@ struct WriteRequestParser {
     }
 
     // MARK: Parts
+
+    /// An abstract entity has no objects of its own: an insert names one of its sub-entities.
+    func insertable(_ entity: EntityDescription) throws(Problem) {
+        guard entity.isAbstract else { return }
+        throw Problem.abstractEntity(entity.name, subentities: model.entities.filter { $0.parent == entity.name }.map(\.name))
+    }
 
     func entity(_ name: String) throws(Problem) -> EntityDescription {
         guard let entity = model.entity(named: name) else { throw Problem.unknownEntity(name) }

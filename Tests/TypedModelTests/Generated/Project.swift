@@ -4,7 +4,7 @@ import Foundation
 import ManagedStore
 
 /// The typed view of Project's objects.
-struct Project: TypedObject {
+struct Project: InsertableTypedObject {
     static let entityName = "Project"
     let object: ManagedObject
     init(_ object: ManagedObject) { self.object = object }

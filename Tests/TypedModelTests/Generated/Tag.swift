@@ -4,7 +4,7 @@ import Foundation
 import ManagedStore
 
 /// The typed view of Tag's objects.
-struct Tag: TypedObject {
+struct Tag: InsertableTypedObject {
     static let entityName = "Tag"
     let object: ManagedObject
     init(_ object: ManagedObject) { self.object = object }

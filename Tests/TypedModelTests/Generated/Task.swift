@@ -4,7 +4,7 @@ import Foundation
 import ManagedStore
 
 /// The typed view of Task's objects.
-struct Task: TypedObject {
+struct Task: InsertableTypedObject {
     static let entityName = "Task"
     let object: ManagedObject
     init(_ object: ManagedObject) { self.object = object }

@@ -38,6 +38,8 @@ package enum ModelJSONSchema {
               "additionalProperties": false,
               "properties": {
                 "name": {"$ref": "#/$defs/identifier"},
+                "parent": {"$ref": "#/$defs/identifier", "description": "The entity this one inherits from: its objects have the parent's properties, constraints and indexes too, and a fetch of the parent includes them."},
+                "abstract": {"type": "boolean", "description": "An abstract entity has no objects of its own, only its sub-entities do (false when left out)."},
                 "attributes": {"type": "array", "items": {"$ref": "#/$defs/attribute"}},
                 "relationships": {"type": "array", "items": {"$ref": "#/$defs/relationship"}},
                 "uniquenessConstraints": {"$ref": "#/$defs/propertyLists", "description": "Each a list of attribute names whose values no two objects share."},
@@ -59,6 +61,7 @@ package enum ModelJSONSchema {
                 "minLength": {"type": "integer", "minimum": 0, "description": "For strings: the fewest characters allowed."},
                 "maxLength": {"type": "integer", "minimum": 0, "description": "For strings: the most characters allowed."},
                 "pattern": {"type": "string", "description": "For strings: a regular expression the whole value must match."},
+                "valueTransformer": {"type": "string", "minLength": 1, "description": "For binary attributes: the value transformer of the Core Data Transformable it comes from. The bytes the transformer writes are kept and served as they are; only the app turns them into objects."},
                 "renamingIdentifier": {"$ref": "#/$defs/renamingIdentifier"}
               }
             },

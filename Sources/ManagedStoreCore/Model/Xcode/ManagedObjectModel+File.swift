@@ -8,14 +8,18 @@ extension ManagedObjectModel {
     /// position of the current version among the bundle's in Xcode's order ("Model",
     /// "Model 2", ...), or for a folder on its own its model version identifier when that is a
     /// number (else 1): a store made from an earlier version is migrated from the model it records.
-    public convenience init(contentsOf url: URL) throws(ModelError) {
+    ///
+    /// `binaryTransformers` names the value transformers whose Transformable attributes (in an
+    /// Xcode model) are kept as the bytes the transformer writes: binary attributes, base64 in
+    /// JSON, as Core Data's own store keeps them. Any other Transformable is refused.
+    public convenience init(contentsOf url: URL, binaryTransformers: Set<String> = []) throws(ModelError) {
         switch url.pathExtension.lowercased() {
         case "xcdatamodeld":
             let (version, number) = try Self.currentVersion(of: url)
-            let (entities, _) = try Self.xcodeEntities(at: version)
+            let (entities, _) = try Self.xcodeEntities(at: version, binaryTransformers: binaryTransformers)
             try self.init(name: url.deletingPathExtension().lastPathComponent, version: number, entities: entities)
         case "xcdatamodel":
-            let (entities, identifier) = try Self.xcodeEntities(at: url)
+            let (entities, identifier) = try Self.xcodeEntities(at: url, binaryTransformers: binaryTransformers)
             // A folder on its own: version 1, unless its "Model Version Identifier" is a number
             // (what `xcodeModelContents` writes there).
             try self.init(name: url.deletingPathExtension().lastPathComponent, version: identifier.flatMap { Int($0) } ?? 1, entities: entities)
@@ -30,7 +34,7 @@ extension ManagedObjectModel {
 
     /// The entities of the `.xcdatamodel` folder at `url` (its `contents` file), and its model
     /// version identifier.
-    private static func xcodeEntities(at url: URL) throws(ModelError) -> ([EntityDescription], String?) {
+    private static func xcodeEntities(at url: URL, binaryTransformers: Set<String>) throws(ModelError) -> ([EntityDescription], String?) {
         let contents = url.appendingPathComponent("contents")
         let data: Data
         do { data = try Data(contentsOf: contents) } catch {
@@ -40,7 +44,7 @@ extension ManagedObjectModel {
         do { root = try XMLTreeParser.parse(data) } catch {
             throw ModelError([ModelProblem(message: "\(contents.path) is not a model Xcode wrote: \(error)")])
         }
-        let (entities, problems) = XcodeModelReader.entities(of: root)
+        let (entities, problems) = XcodeModelReader.entities(of: root, binaryTransformers: binaryTransformers)
         guard problems.isEmpty else { throw ModelError(problems) }
         return (entities, root[attribute: "userDefinedModelVersionIdentifier"])
     }

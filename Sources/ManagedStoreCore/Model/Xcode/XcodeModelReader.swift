@@ -7,18 +7,26 @@ import Foundation
 /// What has no meaning for a store a server shares, or is not supported yet, is refused, each
 /// naming the entity, the property and the reason, never dropped: Transformable and other
 /// attribute types whose values only the app's classes know, transient and derived attributes,
-/// fetched properties, stored fetch requests, configurations; and for now entity inheritance.
-/// A relationship without an inverse is a one-way relationship.
+/// fetched properties, stored fetch requests, configurations. Parent and abstract entities are
+/// read as they are (`parentEntity`, `isAbstract`); a relationship without an inverse is a
+/// one-way relationship.
 /// What only Xcode or code generation uses (class names, scalar types, Spotlight, the
 /// diagram's layout, user info, version hash modifiers) is left aside: it does not change
 /// what is stored.
 package struct XcodeModelReader {
     private(set) var problems: [ModelProblem] = []
+    /// The value transformers whose Transformable attributes are read as binary: the bytes
+    /// the transformer writes, kept and served as they are.
+    let binaryTransformers: Set<String>
+
+    /// The transformer Core Data uses for a Transformable that names none.
+    package static let defaultTransformerName = "NSKeyedUnarchiveFromData"
 
     /// The entities of the model document `root` (the `<model>` element), and every problem
     /// that keeps it from being used.
-    package static func entities(of root: XMLTreeElement) -> (entities: [EntityDescription], problems: [ModelProblem]) {
-        var reader = XcodeModelReader()
+    package static func entities(of root: XMLTreeElement, binaryTransformers: Set<String> = [])
+        -> (entities: [EntityDescription], problems: [ModelProblem]) {
+        var reader = XcodeModelReader(binaryTransformers: binaryTransformers)
         guard root.name == "model" else {
             return ([], [ModelProblem(message: "not an Xcode model: the document's root is <\(root.name)>, not <model>")])
         }
@@ -48,11 +56,8 @@ package struct XcodeModelReader {
             refuse(nil, nil, "an entity without a name")
             return nil
         }
-        if let parent = element[attribute: "parentEntity"] {
-            refuse(name, nil, "is a sub-entity of \(parent): entity inheritance is not supported yet")
-        }
-        if Self.flag(element, "isAbstract") { refuse(name, nil, "is abstract: entity inheritance is not supported yet") }
-        var entity = EntityDescription(name: name, renamingIdentifier: element[attribute: "elementID"])
+        var entity = EntityDescription(name: name, renamingIdentifier: element[attribute: "elementID"],
+                                       parent: element[attribute: "parentEntity"], isAbstract: Self.flag(element, "isAbstract"))
         for child in element.children {
             switch child.name {
             case "attribute":
@@ -114,18 +119,25 @@ package struct XcodeModelReader {
             refuse(entity, name, "derived attributes are not supported yet: store the value, or compute it in the client")
             return nil
         }
-        guard let type = Self.attributeTypes[typeName] else {
+        var transformer: String?
+        if typeName == "Transformable" {
+            let named = element[attribute: "valueTransformerName"] ?? Self.defaultTransformerName
+            guard binaryTransformers.contains(named) else {
+                refuse(entity, name, "Transformable through \(named): its values are objects of the app's own classes, which a server cannot read; "
+                       + "store them as Binary, or name \(named) among the binary transformers (--binary-transformers) to keep the bytes it writes")
+                return nil
+            }
+            transformer = named
+        }
+        guard let type = transformer == nil ? Self.attributeTypes[typeName] : .binary else {
             switch typeName {
-            case "Transformable":
-                let transformer = element[attribute: "valueTransformerName"].map { " through \($0)" } ?? ""
-                refuse(entity, name, "Transformable\(transformer): its values are objects of the app's own classes, which a server cannot read; store them as Binary")
             default:
                 refuse(entity, name, "attribute type \(typeName) is not supported")
             }
             return nil
         }
         var attribute = AttributeDescription(name: name, type: type, isOptional: Self.flag(element, "optional"),
-                                             renamingIdentifier: element[attribute: "elementID"])
+                                             renamingIdentifier: element[attribute: "elementID"], valueTransformerName: transformer)
         if let text = element[attribute: "defaultValueString"] {
             if let value = Self.value(text, type) { attribute.defaultValue = value } else { refuse(entity, name, "default \(text) is not a \(typeName)") }
         } else if type == .date, let seconds = element[attribute: "defaultDateTimeInterval"] {

@@ -7,7 +7,7 @@ extension ManagedObjectModel {
     /// Xcode's format cannot hold (a default value of a Binary attribute) is refused, never
     /// left out.
     public func xcodeModelContents() throws(ModelError) -> String {
-        let binaryDefaults = entities.flatMap { entity in
+        let binaryDefaults = authoredEntities.flatMap { entity in
             entity.attributes.filter { $0.type == .binary && !$0.defaultValue.isNull }.map {
                 ModelProblem(entity: entity.name, property: $0.name, message: "a Binary attribute's default cannot be written in Xcode's model format")
             }
@@ -19,18 +19,21 @@ extension ManagedObjectModel {
                 + #"systemVersion="22F66" minimumToolsVersion="Automatic" sourceLanguage="Swift" "#
                 + "userDefinedModelVersionIdentifier=\"\(version)\">",
         ]
-        for entity in entities { lines += Self.xcodeLines(entity) }
+        for entity in authoredEntities { lines += Self.xcodeLines(entity) }
         lines.append("</model>")
         return lines.joined(separator: "\n") + "\n"
     }
 
     private static func xcodeLines(_ entity: EntityDescription) -> [String] {
-        var lines = ["    <entity" + attributes([("name", entity.name), ("representedClassName", entity.name), ("elementID", entity.renamingIdentifier),
+        var lines = ["    <entity" + attributes([("name", entity.name), ("representedClassName", entity.name),
+                                                  ("parentEntity", entity.parent), ("isAbstract", entity.isAbstract ? "YES" : nil),
+                                                  ("elementID", entity.renamingIdentifier),
                                                   ("syncable", "YES")]) + ">"]
         for attribute in entity.attributes {
             let isString = attribute.type == .string || attribute.type == .uri
             lines.append("        <attribute" + attributes([
-                ("name", attribute.name), ("optional", attribute.isOptional ? "YES" : nil), ("attributeType", xcodeTypeName(attribute.type)),
+                ("name", attribute.name), ("optional", attribute.isOptional ? "YES" : nil), ("attributeType", attribute.valueTransformerName == nil ? xcodeTypeName(attribute.type) : "Transformable"),
+                ("valueTransformerName", attribute.valueTransformerName),
                 ("minValueString", isString ? attribute.minLength.map(String.init) : attribute.minValue.flatMap(xcodeText)),
                 ("maxValueString", isString ? attribute.maxLength.map(String.init) : attribute.maxValue.flatMap(xcodeText)),
                 ("defaultValueString", attribute.type == .date ? nil : xcodeText(attribute.defaultValue)),

@@ -1,0 +1,102 @@
+// A fetch of an entity with sub-entities [includesSubentities]: each entity of the hierarchy
+// is stored on its own (EntityInheritance.swift), so the fetch runs once per kind (the
+// concrete entities at or below the one asked for, `Entity.kinds`), each the plain fetch of
+// one entity with its SQL, pending changes and parent context, and the answers are merged in
+// the request's order.
+//
+// The order across kinds: the request's sort keys, then the kind (in model order), then the
+// key, as two kinds can hold the same key. A cursor remembers the kind of the object it
+// follows, and each kind's fetch starts after it by that order. Offsets and limits apply to
+// the merged list; each kind is asked for at most offset + limit objects, which is all the
+// merged window can take from it.
+
+extension PreparedFetch {
+    /// Whether this fetch gathers the objects of several entities (`ManagedObjectContext+KindsFetch`).
+    package var acrossKinds: Bool { request.includesSubentities && !entity.isSingleKind }
+}
+
+extension ManagedObjectContext {
+    /// The objects of every kind of `prepared.entity` that match, in the request's order.
+    func fetchAcrossKinds(_ prepared: PreparedFetch) throws(FetchError) -> [ManagedObject] {
+        let request = prepared.request
+        let schema = coordinator.model.schema
+        var window = 0
+        if request.fetchLimit > 0 {
+            let sum = request.fetchOffset.addingReportingOverflow(request.fetchLimit)
+            window = sum.overflow ? Int.max : sum.partialValue
+        }
+        let cursorKind = try prepared.after.map { cursor throws(FetchError) in try kindPosition(of: cursor, in: prepared.entity) }
+        var found: [ManagedObject] = []
+        for (position, kind) in prepared.entity.kinds.enumerated() {
+            var part = request
+            part.entityName = schema[kind].name
+            part.includesSubentities = false
+            part.fetchOffset = 0
+            part.fetchLimit = window
+            part.fetchBatchSize = 0
+            part.relationshipKeyPathsForPrefetching = []
+            part.after = prepared.after.map { cursor in
+                // Objects with the cursor's sort values: after it only in a later kind, or in
+                // its kind with a greater key.
+                let key = position < cursorKind! ? Int64.max : position > cursorKind! ? Int64.min : cursor.primaryKey
+                return FetchCursor(fingerprint: FetchCursor.fingerprint(entity: part.entityName, sorts: request.sortDescriptors),
+                                   values: cursor.values, primaryKey: key)
+            }
+            found += try fetch(part)
+        }
+        try prepared.checkDeadline()
+        let evaluator = PredicateEvaluator(context: self)
+        let positions = Dictionary(uniqueKeysWithValues: prepared.entity.kinds.enumerated().map { ($1, $0) })
+        found.sort { a, b in
+            for sort in prepared.sorts {
+                let order = PredicateSemantics.sortOrder(evaluator.sortValue(sort, of: a), evaluator.sortValue(sort, of: b))
+                if order != .orderedSame { return sort.ascending ? order == .orderedAscending : order == .orderedDescending }
+            }
+            let (x, y) = (positions[a.entity.index]!, positions[b.entity.index]!)
+            if x != y { return x < y }
+            return evaluator.precedes(a, b, sorts: [])
+        }
+        let merged = found.dropFirst(request.fetchOffset)
+        let objects = Array(request.fetchLimit > 0 ? merged.prefix(request.fetchLimit) : merged)
+        try prefetchByKind(request.relationshipKeyPathsForPrefetching, of: objects)
+        return objects
+    }
+
+    /// How many objects of every kind match, honouring the request's offset and limit.
+    func countAcrossKinds(_ prepared: PreparedFetch) throws(FetchError) -> Int {
+        let request = prepared.request
+        guard prepared.after == nil else { return try fetchAcrossKinds(prepared).count }
+        var total = 0
+        for kind in prepared.entity.kinds {
+            var part = request
+            part.entityName = coordinator.model.schema[kind].name
+            part.includesSubentities = false
+            part.fetchOffset = 0
+            part.fetchLimit = 0
+            let (sum, overflow) = total.addingReportingOverflow(try count(for: part))
+            total = overflow ? Int.max : sum
+        }
+        let afterOffset = max(0, total - request.fetchOffset)
+        return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
+    }
+
+    /// The position in `entity.kinds` of the entity the cursor's object belongs to.
+    private func kindPosition(of cursor: FetchCursor, in entity: Entity) throws(FetchError) -> Int {
+        guard let name = cursor.entityName, let kind = coordinator.model.resolvedEntity(named: name),
+              let position = entity.kinds.firstIndex(of: kind.index) else {
+            throw .invalidRequest("the cursor belongs to another order (it does not name an entity of \(entity.name)'s hierarchy)")
+        }
+        return position
+    }
+
+    /// Prefetching by each object's own entity: the relationship is inherited, so every kind
+    /// has it under the same name.
+    private func prefetchByKind(_ names: [String], of objects: [ManagedObject]) throws(FetchError) {
+        guard !names.isEmpty else { return }
+        var byKind: [Int: [ManagedObject]] = [:]
+        for object in objects { byKind[object.entity.index, default: []].append(object) }
+        for (kind, group) in byKind.sorted(by: { $0.key < $1.key }) {
+            try prefetch(names, of: group, entity: coordinator.model.schema[kind])
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+@testable import ManagedStore
+@testable import ManagedStoreCore
+
+/// Lightweight migration of models with inheritance: entities that gain a parent get its
+/// properties (as new attributes, with their defaults), a new sub-entity is a new entity, and
+/// a parent's new uniqueness constraint that would have to compare stored objects of several
+/// sub-entities is refused with the reason. SQLite, and PostgreSQL on its runs.
+@Suite("Inheritance in lightweight migration")
+struct InheritanceMigrationTests {
+    static func version1() throws -> ManagedObjectModel {
+        try ManagedObjectModel(name: "World", entities: [
+            EntityDescription(name: "Continent", attributes: [AttributeDescription(name: "name", type: .string, isOptional: false)]),
+            EntityDescription(name: "Country", attributes: [AttributeDescription(name: "name", type: .string, isOptional: false),
+                                                            AttributeDescription(name: "capital", type: .string)]),
+        ])
+    }
+
+    /// Version 2: both under an abstract Region that holds `name` and a new `population`;
+    /// `unique` adds a uniqueness constraint of Region on `name`; `islands` adds a sub-entity.
+    static func version2(unique: Bool = false, islands: Bool = false) throws -> ManagedObjectModel {
+        var entities = [
+            EntityDescription(name: "Region", attributes: [AttributeDescription(name: "name", type: .string, isOptional: false),
+                                                           AttributeDescription(name: "population", type: .integer64, isOptional: false, defaultValue: .integer(0))],
+                              uniquenessConstraints: unique ? [["name"]] : [], isAbstract: true),
+            EntityDescription(name: "Continent", parent: "Region"),
+            EntityDescription(name: "Country", attributes: [AttributeDescription(name: "capital", type: .string)], parent: "Region"),
+        ]
+        if islands { entities.append(EntityDescription(name: "Island", attributes: [AttributeDescription(name: "area", type: .double)], parent: "Country")) }
+        return try ManagedObjectModel(name: "World", version: 2, entities: entities)
+    }
+
+    static func makeStore() throws -> MigrationStore {
+        let store = try MigrationStore()
+        let container = try PersistentContainer(model: try version1(), store: store.description)
+        try container.viewContext.performAndWait {
+            let context = container.viewContext
+            for (entity, name) in [("Continent", "Europe"), ("Country", "France"), ("Country", "Chile")] {
+                context.insertNewObject(forEntityName: entity).setValue(name, forKey: "name")
+            }
+            try context.save()
+        }
+        return store
+    }
+
+    @Test("entities that gain a parent keep their objects and get its new attribute's default; a new sub-entity is added; a fetch of the parent returns them all")
+    func entitiesJoinAHierarchy() throws {
+        let store = try Self.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let model = try Self.version2(islands: true)
+        let plan = try store.plan(for: model)
+        #expect(plan.steps.contains(.addEntity("Region")) && plan.steps.contains(.addEntity("Island")), "\(plan.steps)")
+        let container = try PersistentContainer(model: model, store: store.description)
+        try container.viewContext.performAndWait {
+            let context = container.viewContext
+            let island = context.insertNewObject(forEntityName: "Island")
+            island.setValue("Malta", forKey: "name")
+            try context.save()
+            let regions = try context.fetch(FetchRequest(entityName: "Region", sortDescriptors: [ObjectSortDescriptor("name")]))
+            #expect(regions.map { $0.value("name", as: String.self) } == ["Chile", "Europe", "France", "Malta"])
+            #expect(regions.map(\.entity.name) == ["Country", "Continent", "Country", "Island"])
+            #expect(regions.allSatisfy { $0.value("population", as: Int64.self) == 0 })
+            #expect(try context.count(for: FetchRequest(entityName: "Country")) == 3)
+        }
+    }
+
+    @Test("a parent's new uniqueness constraint over sub-entities that both hold objects is refused, naming them; the store is unchanged")
+    func spanningConstraintRefused() throws {
+        let store = try Self.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let before = try store.snapshot()
+        let model = try Self.version2(unique: true)
+        do throws(StoreError) {
+            _ = try PersistentStoreCoordinator(model: model, store: store.description)
+            Issue.record("the migration was not refused")
+        } catch {
+            guard case .migrationNotInferable(let reasons) = error else { Issue.record("another error: \(error)"); return }
+            #expect(reasons == ["Region: uniqueness constraint (name) spans Continent, Country, which already hold objects: "
+                                + "a migration does not compare their values across sub-entities yet"])
+        }
+        #expect(try store.snapshot() == before)
+    }
+
+    @Test("the same constraint is added when only one sub-entity holds objects")
+    func constraintOverOneHoldingKind() throws {
+        let store = try MigrationStore()
+        defer { withExtendedLifetime(store) {} }
+        let first = try PersistentContainer(model: try Self.version1(), store: store.description)
+        try first.viewContext.performAndWait {
+            first.viewContext.insertNewObject(forEntityName: "Country").setValue("France", forKey: "name")
+            try first.viewContext.save()
+        }
+        let container = try PersistentContainer(model: try Self.version2(unique: true), store: store.description)
+        try container.viewContext.performAndWait {
+            let context = container.viewContext
+            context.insertNewObject(forEntityName: "Continent").setValue("France", forKey: "name")
+            #expect(throws: SaveError.self) { try context.save() }
+        }
+    }
+}
