@@ -156,6 +156,20 @@ struct XcodeModelHTTPTests {
             after = next
         }
         #expect(paged == [ids["eu"]!, ids["fr"]!, ids["de"]!], "equal sort values: by kind, then key")
+        // A cursor whose entity is not a kind of Region, or not text, is 400, never a crash.
+        let first = try harness.request("GET", "/v1/objects/Region?sort=uniquenessDummy&limit=1")
+        let token = try #require(first.json?["next"] as? String)
+        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        let decoded = String(decoding: try #require(Data(base64Encoded: base64)), as: UTF8.self)
+        #expect(decoded.contains(#""e":"Continent""#), "\(decoded)")
+        for replacement in [#""e":"Mood""#, #""e":"Nope""#, #""e":7"#, #""e":null"#] {
+            let forged = Data(decoded.replacingOccurrences(of: #""e":"Continent""#, with: replacement).utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let answer = try harness.request("GET", "/v1/objects/Region?sort=uniquenessDummy&limit=1&after=\(forged)")
+            #expect(answer.status == 400, "\(replacement): \(answer.status) \(answer.text)")
+        }
+        #expect(try harness.request("GET", "/v1/objects/Country?sort=uniquenessDummy&after=\(token)").status == 400, "a cursor of Region's order is not Country's")
         let exactCountries = try harness.request("GET", "/v1/objects/Country?count=true")
         #expect(exactCountries.json?["count"] as? Int == 2)
 

@@ -244,4 +244,69 @@ struct EntityInheritanceTests {
             #expect(groups.count == 1)
         }
     }
+
+    @Test("twin: a parent's fetch equals its kinds fetched one by one, merged by the documented order, over random data, changes and windows")
+    func twinOfPerKindFetches() throws {
+        let container = try Fixtures.container(model: Self.model)
+        var random = PredicateFuzzTests.SplitMix64(seed: 29)
+        let kinds = ["Continent", "Country", "Territory", "Island"]
+        let context = container.newBackgroundContext(name: "twin")
+        try context.performAndWait {
+            for round in 0..<3 {
+                // Objects of every kind, with few distinct populations so ties across kinds are common.
+                for n in 0..<25 {
+                    let object = context.insertNewObject(forEntityName: random.pick(kinds))
+                    object.setValue("r\(round)-\(n)-\(random.below(1000))", forKey: "name")
+                    object.setValue(Int64(random.below(5)), forKey: "population")
+                }
+                try context.save()
+                // Unsaved changes of every kind the fetches must see.
+                let stored = try context.fetch(FetchRequest(entityName: "Region"))
+                for object in stored where random.chance(10) { context.delete(object) }
+                for object in stored where !object.isDeleted && random.chance(15) { object.setValue(Int64(random.below(5)), forKey: "population") }
+                for n in 0..<3 {
+                    let object = context.insertNewObject(forEntityName: random.pick(kinds))
+                    object.setValue("new\(round)-\(n)", forKey: "name")
+                    object.setValue(Int64(random.below(5)), forKey: "population")
+                }
+                for _ in 0..<40 {
+                    let entity = random.pick(["Region", "Territory"])
+                    let sorts = random.pick([[], [ObjectSortDescriptor("population")], [ObjectSortDescriptor("population", ascending: false)],
+                                             [ObjectSortDescriptor("population"), ObjectSortDescriptor("name", ascending: false)]])
+                    let predicate = try random.pick([nil, ObjectPredicate(format: "population >= 2"), ObjectPredicate(format: "name BEGINSWITH 'r1'")])
+                    let (limit, offset) = (random.pick([0, 1, 3, 10]), random.pick([0, 0, 2, 7]))
+                    let asked = FetchRequest(entityName: entity, predicate: predicate, sortDescriptors: sorts, fetchLimit: limit, fetchOffset: offset)
+                    let merged = try context.fetch(asked).map(\.objectID)
+                    // The twin: each kind on its own, every match, merged here.
+                    let ownKinds = try #require(container.coordinator.model.resolvedEntity(named: entity)).kinds
+                    var all: [(kind: Int, object: ManagedObject)] = []
+                    for kind in ownKinds {
+                        var part = FetchRequest(entityName: container.coordinator.model.schema[kind].name, predicate: predicate)
+                        part.includesSubentities = false
+                        all += try context.fetch(part).map { (kind, $0) }
+                    }
+                    all.sort { a, b in
+                        for sort in sorts {
+                            if sort.keyPath == "population" {
+                                let (x, y) = (a.object.value("population", as: Int64.self)!, b.object.value("population", as: Int64.self)!)
+                                if x != y { return sort.ascending ? x < y : x > y }
+                            } else {
+                                let (x, y) = (a.object.value("name", as: String.self)!, b.object.value("name", as: String.self)!)
+                                if x != y { return sort.ascending ? Array(x.unicodeScalars.map(\.value)).lexicographicallyPrecedes(y.unicodeScalars.map(\.value))
+                                                                   : Array(y.unicodeScalars.map(\.value)).lexicographicallyPrecedes(x.unicodeScalars.map(\.value)) }
+                            }
+                        }
+                        if a.kind != b.kind { return a.kind < b.kind }
+                        // Within a kind by key, unsaved objects last.
+                        return [a.object.objectID, b.object.objectID].sortedByKey().first == a.object.objectID && a.object.objectID != b.object.objectID
+                    }
+                    let window = all.dropFirst(offset)
+                    let expected = (limit > 0 ? Array(window.prefix(limit)) : Array(window)).map(\.object.objectID)
+                    #expect(merged == expected, "\(entity) \(sorts.map(\.keyPath)) \(String(describing: predicate)) limit \(limit) offset \(offset)")
+                    #expect(try context.count(for: asked) == expected.count)
+                }
+                try context.save()
+            }
+        }
+    }
 }
