@@ -23,6 +23,8 @@ extension ManagedObjectContext {
     /// The SQL and parameters an aggregate request runs as.
     public func compiledSQL(for request: AggregateRequest) throws(AggregateError) -> (sql: String, bindings: [AttributeValue]) {
         assertOnQueue()
-        return SQLiteAggregate.compile(try prepare(request), model: coordinator.model, tables: SQLiteSchema(coordinator.model))
+        let prepared = try prepare(request)
+        do throws(FetchError) { try prepared.fetch.refuseAcrossKinds("compiled SQL") } catch { throw .fetch(error) }
+        return SQLiteAggregate.compile(prepared, model: coordinator.model, tables: SQLiteSchema(coordinator.model))
     }
 }

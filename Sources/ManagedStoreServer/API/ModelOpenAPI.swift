@@ -18,10 +18,8 @@ enum ModelOpenAPI {
         document = replacing("paths", in: document) { paths in
             .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in
                 guard path.contains("{entity}") else { return [(path, item)] }
-                return model.entities.compactMap { entity in
-                    // Aggregates run over one entity's objects: a parent entity has none of its own path.
-                    if path.hasSuffix("/aggregate") && kinds(of: entity, in: model) != [entity.name] { return nil }
-                    return (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
+                return model.entities.map { entity in
+                    (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
                 }
             })
         }
