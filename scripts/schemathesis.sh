@@ -6,7 +6,9 @@
 #
 # Environment: MANAGEDSTORE_BIN (default .build/debug/managedstore), ST_SEED (default 1),
 # ST_MAX_EXAMPLES (default 50), ST_TIMEOUT (wall-clock bound in seconds, default 300),
-# ST_EXTRA (more arguments for `st run`, e.g. "--include-path /v1/transactions").
+# ST_EXTRA (more arguments for `st run`, e.g. "--include-path /v1/transactions"), ST_MODEL (the
+# model arguments of `serve`, default --demo; e.g. "--model Moody.xcdatamodeld --binary-transformers
+# ColorsTransformer" for a model with inheritance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +21,8 @@ python3 -c "import schemathesis" 2>/dev/null || { echo "schemathesis: pip instal
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/managedstore-schemathesis.XXXXXX")
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$BIN" serve --demo --store :memory: --port "$port" >"$work/stdout.txt" 2>"$work/stderr.txt" &
+# shellcheck disable=SC2086  # ST_MODEL is split into arguments on purpose.
+"$BIN" serve ${ST_MODEL:---demo} --store :memory: --port "$port" >"$work/stdout.txt" 2>"$work/stderr.txt" &
 server=$!
 cleanup() {
     kill "$server" 2>/dev/null || true

@@ -7,12 +7,15 @@ ST202 is what no schema can say, each refusal documented with its 4xx answer in 
 
 - an Idempotency-Key that schemathesis sent before with another request (which keys were used is
   state, not schema);
-- a relationship naming an object that does not exist (which objects exist is state);
+- a relationship naming an object that does not exist (which objects exist is state), and with it
+  the count rule (`minCount`) of that relationship, which counts only the objects that exist;
 - a predicate (`where`, `having`) that does not parse, or names a key path the entity lacks (a
   grammar, not a pattern);
 - an `after` cursor the server did not make (a cursor is opaque);
 - a base version given twice, differently (If-Match beside `_version` in the body: a schema
-  cannot relate a header to a body).
+  cannot relate a header to a body);
+- a transaction operation naming a ref that no earlier insert of the same transaction made (a
+  schema cannot relate one array item to the ones before it).
 
 This prints how many failures fell in each of those and exits 0 when every failure is one of
 them; any other failure (another check, or an ST202 of another kind) is printed whole and the
@@ -29,18 +32,29 @@ EXPECTED = [
     ("predicate", "a predicate that does not parse or names no key path of the entity (grammar)"),
     ("cursor", "an `after` cursor the server did not make (opaque)"),
     ("version-twice", "If-Match and `_version` naming different versions (header beside body)"),
+    ("unknown-ref", "a transaction's ref that no earlier insert made (items relate to items before them)"),
 ]
 
 
+ERROR_ENTRY = re.compile(r'\{"object":"(?:[^"\\]|\\.)*","property":"((?:[^"\\]|\\.)*)","code":"([a-z-]+)","message":"((?:[^"\\]|\\.)*)"\}')
+
+
 def problem_of(text):
-    """The problem+json body a failure shows (between backticks), or None."""
+    """The problem+json body a failure shows (between backticks), or None. A body schemathesis
+    cut short ("// Output truncated...") is read as far as it goes: its code, and the validation
+    errors shown whole."""
     match = re.search(r"`(\{.*\})`", text)
-    if not match:
+    if match:
+        try:
+            return json.loads(match.group(1))
+        except json.JSONDecodeError:
+            return None
+    cut = re.search(r'`(\{"type":.*)// Output truncated', text)
+    if not cut:
         return None
-    try:
-        return json.loads(match.group(1))
-    except json.JSONDecodeError:
-        return None
+    code = re.search(r'"code":"([a-z-]+)"', cut.group(1))
+    errors = [{"property": p, "code": c, "message": m} for p, c, m in ERROR_ENTRY.findall(cut.group(1))]
+    return {"code": code.group(1) if code else None, "errors": errors, "detail": ""}
 
 
 def request_of(text):
@@ -61,7 +75,10 @@ def kind(check, text):
         return "idempotency-key-reused"
     if code == "validation":
         errors = problem.get("errors") or []
-        if errors and all(e.get("code") == "invalid-relationship" and "which does not exist" in e.get("message", "") for e in errors):
+        missing = [e for e in errors if e.get("code") == "invalid-relationship" and "which does not exist" in e.get("message", "")]
+        # A count rule broken because the objects named do not exist is the same state.
+        counted = [e for e in errors if e.get("code") in ("too-small", "too-large") and e.get("property") in {m.get("property") for m in missing}]
+        if missing and len(missing) + len(counted) == len(errors):
             return "missing-object"
         return None
     in_predicate = "where=" in request or "having=" in request
@@ -73,6 +90,8 @@ def kind(check, text):
         return "cursor"
     if code == "bad-request" and re.fullmatch(r"If-Match \(\d+\) and _version \(\d+\) disagree", detail):
         return "version-twice"
+    if code == "bad-request" and "/v1/transactions" in request and re.fullmatch(r'operation \d+: ".*" is neither an object ID of this model nor an earlier ref', detail, re.DOTALL):
+        return "unknown-ref"
     return None
 
 

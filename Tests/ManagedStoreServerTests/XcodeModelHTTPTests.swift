@@ -191,6 +191,10 @@ struct XcodeModelHTTPTests {
         let schemas = ((document["components"] as? [String: Any])?["schemas"] as? [String: Any]) ?? [:]
         let items = (((schemas["RegionFetchResult"] as? [String: Any])?["properties"] as? [String: Any])?["objects"] as? [String: Any])?["items"] as? [String: Any]
         #expect((items?["oneOf"] as? [[String: String]])?.map { $0["$ref"] } == ["#/components/schemas/Continent", "#/components/schemas/Country"])
+        // A non-optional to-many is required in an insert, as an array of at least one.
+        let insert = schemas["ContinentInsert"] as? [String: Any]
+        #expect((insert?["required"] as? [String])?.contains("countries") == true)
+        #expect(((insert?["properties"] as? [String: Any])?["countries"] as? [String: Any])?["minItems"] as? Int == 1)
 
         // Deletes: the continent (its countries nullified), then each country with its mood.
         #expect(try harness.request("DELETE", "/v1/objects/\(ids["eu"]!)").status == 204)

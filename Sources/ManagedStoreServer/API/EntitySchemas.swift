@@ -54,19 +54,26 @@ struct EntitySchemas {
         // A batch update that sets nothing is 400.
         if !versioned && !refs { members.append(("minProperties", .number("1"))) }
         if requiring {
-            let required = entity.attributes.filter { !$0.isOptional && $0.defaultValue.isNull }.map { JSONValue.string($0.name) }
+            // A to-many with a minimum count must be given: left out, it holds nothing.
+            let required = (entity.attributes.filter { !$0.isOptional && $0.defaultValue.isNull }.map(\.name)
+                            + entity.relationships.filter { ($0.minCount ?? 0) > 0 }.map(\.name)).map(JSONValue.string)
             if !required.isEmpty { members.append(("required", .array(required))) }
             if let example { members.append(("example", example)) }
         }
         return .object(members)
     }
 
-    /// Whether an insert must give some attribute (a mandatory one without a default).
-    var hasRequiredAttributes: Bool { entity.attributes.contains { !$0.isOptional && $0.defaultValue.isNull } }
+    /// Whether an insert must give some value (a mandatory attribute without a default, or a
+    /// to-many with a minimum count).
+    var hasRequiredAttributes: Bool {
+        entity.attributes.contains { !$0.isOptional && $0.defaultValue.isNull } || entity.relationships.contains { ($0.minCount ?? 0) > 0 }
+    }
 
     /// An insert that the server accepts: every required attribute with a value inside its
     /// rules. None when a required attribute has a pattern (no value is known to match it).
     var example: JSONValue? {
+        // Objects it must hold exist only in a store: no body is known to be accepted.
+        guard !entity.relationships.contains(where: { ($0.minCount ?? 0) > 0 }) else { return nil }
         var members: [(String, JSONValue)] = []
         for attribute in entity.attributes where !attribute.isOptional && attribute.defaultValue.isNull {
             guard attribute.pattern == nil, let value = Self.example(attribute) else { return nil }
@@ -88,8 +95,8 @@ struct EntitySchemas {
     static func referenceOrRef(_ relationship: RelationshipDescription) -> JSONValue {
         let one = JSONValue.object([("type", .string("string")), ("minLength", .number("1"))])
         if relationship.isToMany {
-            return .object([("type", .array([.string("array"), .string("null")])), ("items", one),
-                            ("description", .string("\(relationship.destination) IDs or refs of earlier inserts; null empties it, as [] does."))])
+            return .object(toManyType(relationship, nullable: true) + [("items", one)] + countBounds(relationship)
+                           + [("description", .string("\(relationship.destination) IDs or refs of earlier inserts; null empties it, as [] does."))])
         }
         return .object([("type", .array([.string("string"), .string("null")])), ("minLength", .number("1")),
                         ("description", .string("A \(relationship.destination) ID, the ref of an earlier insert, or null."))])
@@ -147,9 +154,10 @@ struct EntitySchemas {
         let one: JSONValue = embeddable ? .object([("anyOf", .array([id, .object([("type", .string("object"))])]))]) : id
         if relationship.isToMany {
             // In a request, null empties the relationship, as [] does.
-            return .object([("type", embeddable ? .string("array") : .array([.string("array"), .string("null")])), ("items", one),
-                            ("description", .string("\(relationship.destination) IDs, in primary-key order"
-                                                    + (embeddable ? "." : "; null empties it, as [] does.")))])
+            return .object(toManyType(relationship, nullable: !embeddable) + [("items", one)] + countBounds(relationship)
+                           + [("description", .string("\(relationship.destination) IDs, in "
+                                                      + (relationship.isOrdered ? "the relationship's order" : "primary-key order")
+                                                      + (embeddable ? "." : "; null empties it, as [] does.")))])
         }
         // "An ID or null" as one schema with a list of types (JSON Schema 2020-12), the pattern
         // beside it (it applies to strings only): Apple's swift-openapi-generator skips a
@@ -163,6 +171,21 @@ struct EntitySchemas {
                             ("description", .string("A \(relationship.destination) ID, or null (with `include`, the object)."))])
         }
         return .object((nullableID.objectMembers ?? []) + [("description", .string("A \(relationship.destination) ID, or null."))])
+    }
+
+    /// A to-many's JSON type: an array, or in a request also null (which empties it) unless it
+    /// must hold at least one object.
+    private static func toManyType(_ relationship: RelationshipDescription, nullable: Bool) -> [(String, JSONValue)] {
+        let nullable = nullable && (relationship.minCount ?? 0) == 0
+        return [("type", nullable ? .array([.string("array"), .string("null")]) : .string("array"))]
+    }
+
+    /// A to-many's count rule (`minCount`, `maxCount`) as the array's bounds.
+    private static func countBounds(_ relationship: RelationshipDescription) -> [(String, JSONValue)] {
+        var bounds: [(String, JSONValue)] = []
+        if let low = relationship.minCount, low > 0 { bounds.append(("minItems", .number(String(low)))) }
+        if let high = relationship.maxCount { bounds.append(("maxItems", .number(String(high)))) }
+        return bounds
     }
 
     /// A value inside `attribute`'s type and range (length for strings).
