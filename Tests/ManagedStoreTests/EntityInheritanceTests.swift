@@ -118,6 +118,21 @@ struct EntityInheritanceTests {
         }
     }
 
+    @Test("an asynchronous fetch of a parent answers what the plain fetch does, unsaved changes included")
+    func asynchronousAcrossKinds() async throws {
+        let container = try Fixtures.container(model: Self.model)
+        try Self.seed(container, Self.world)
+        let context = container.newBackgroundContext(name: "async")
+        let request = FetchRequest(entityName: "Region", predicate: try ObjectPredicate(format: "population < 1000"),
+                                   sortDescriptors: [ObjectSortDescriptor("population"), ObjectSortDescriptor("name")], fetchLimit: 5)
+        let plain = try await context.perform {
+            context.insertNewObject(forEntityName: "Island").setValue("Atlantis", forKey: "name")
+            return try context.fetchObjectIDs(request)
+        }
+        let asynchronous = try await context.fetchObjectIDs(AsynchronousFetchRequest(request, pageSize: 2))
+        #expect(asynchronous == plain && plain.count == 5 && plain.contains { $0.isTemporaryID })
+    }
+
     @Test("pages of a parent, cursor after cursor, are the whole ordered list once, ties across kinds included")
     func cursorPages() throws {
         let container = try Fixtures.container(model: Self.model)
@@ -226,7 +241,7 @@ struct EntityInheritanceTests {
         }
     }
 
-    @Test("aggregates of a parent group every kind's saved objects; dictionary results and abstract batch inserts are refused with a reason")
+    @Test("aggregates and dictionary results of a parent read every kind's saved objects; unsaved changes and abstract batch inserts are refused with a reason")
     func aggregatesAndRefusals() throws {
         let container = try Fixtures.container(model: Self.model)
         try Self.seed(container, Self.world)
@@ -256,7 +271,20 @@ struct EntityInheritanceTests {
             context.insertNewObject(forEntityName: "Island").setValue("Atlantis", forKey: "name")
             #expect(throws: AggregateError.self) { try context.aggregate(request) }
             context.rollback()
+            // Dictionary results: the same rows as each kind's own, merged in the request's order.
+            let byName = [ObjectSortDescriptor("name")]
+            let rows = try context.fetchDictionaries(FetchRequest(entityName: "Region", sortDescriptors: byName, propertiesToFetch: ["name", "population"]))
+            var own: [[String: PropertyValue]] = []
+            for kind in ["Continent", "Country", "Territory", "Island"] {
+                var part = FetchRequest(entityName: kind, propertiesToFetch: ["name", "population"])
+                part.includesSubentities = false
+                own += try context.fetchDictionaries(part)
+            }
+            let name = { (row: [String: PropertyValue]) in row["name"]?.description ?? "" }
+            #expect(rows == own.sorted { name($0) < name($1) } && rows.count == Self.world.count)
+            context.insertNewObject(forEntityName: "Island").setValue("Atlantis", forKey: "name")
             #expect(throws: FetchError.self) { try context.fetchDictionaries(FetchRequest(entityName: "Region")) }
+            context.rollback()
             #expect(throws: BatchError.self) {
                 try context.execute(BatchInsertRequest(entityName: "Region", objects: [["name": .attribute(.string("x"))]]))
             }

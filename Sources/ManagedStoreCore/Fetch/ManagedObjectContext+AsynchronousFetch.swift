@@ -112,11 +112,10 @@ final class AsynchronousFetchRun: @unchecked Sendable {
     private func begin() throws(FetchError) -> PreparedFetch {
         guard request.pageSize > 0 else { throw .invalidRequest("the page size of an asynchronous fetch must be at least 1") }
         let prepared = try context.prepare(request.fetchRequest)
-        try prepared.refuseAcrossKinds("asynchronous fetches")
         next = request.fetchRequest.after
         offset = request.fetchRequest.fetchOffset
         remaining = request.fetchRequest.fetchLimit > 0 ? request.fetchRequest.fetchLimit : Int.max
-        if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter,
+        if context.parent == nil && context.pinnedGeneration == nil && !context.readsThroughWriter && !prepared.acrossKinds,
            let snapshot = context.coordinator.store.makeSnapshot() {
             self.snapshot = snapshot
             stream = try snapshot.openKeyStream(context.storeFetch(prepared, limit: request.fetchRequest.fetchLimit, offset: offset))
@@ -135,8 +134,9 @@ final class AsynchronousFetchRun: @unchecked Sendable {
             found += keys.map { ManagedObjectID(storeIdentifier: store, entityName: entity, key: .permanent($0)) }
             return keys.count == request.pageSize
         }
-        if context.parent != nil {
-            // A child's result comes from its parent, which holds no snapshot to page through.
+        if context.parent != nil || prepared.acrossKinds {
+            // A child's result comes from its parent, which holds no snapshot to page through;
+            // an entity with sub-entities merges its kinds' fetches (KindsFetch): one turn each.
             found = try context.objectIDs(prepared)
             answeredWhole = true
             return false

@@ -32,10 +32,11 @@ package struct PreparedFetch {
     /// (a cursor of one order is refused by the other).
     var orderName: String { acrossKinds ? entity.name + "+" : entity.name }
 
-    /// Refuses what does not run across the kinds of a hierarchy yet.
+    /// Refuses what needs one SQL statement (compiled SQL): a fetch across the kinds of a
+    /// hierarchy runs one per kind.
     package func refuseAcrossKinds(_ what: String) throws(FetchError) {
         guard acrossKinds else { return }
-        throw .invalidRequest("\(what) of an entity with sub-entities (\(entity.name)) are not supported yet: ask for each sub-entity, or set includesSubentities to false")
+        throw .invalidRequest("no one \(what) answers a fetch of \(entity.name), which has sub-entities (each runs its own): ask for each sub-entity, or set includesSubentities to false")
     }
 
     package var followsRelationships: Bool {
@@ -133,13 +134,13 @@ extension ManagedObjectContext {
     public func fetchDictionaries(_ request: FetchRequest) throws(FetchError) -> [[String: PropertyValue]] {
         assertOnQueue()
         let prepared = try prepare(request)
-        try prepared.refuseAcrossKinds("dictionary results")
         let names = request.propertiesToFetch ?? prepared.entity.attributes.map(\.name)
         let keyPaths = try names.map { name throws(FetchError) -> ResolvedKeyPath in
             let keyPath = try ResolvedKeyPath(name, rootEntity: prepared.entity, model: coordinator.model)
             if keyPath.isCollection { throw .unsupportedKeyPath(name, reason: "dictionary results hold single values, not to-many key paths") }
             return keyPath
         }
+        if prepared.acrossKinds { return try dictionariesAcrossKinds(prepared, names: names, keyPaths: keyPaths) }
         let rows = try readFetch(storeFetch(prepared, limit: request.fetchLimit, offset: request.fetchOffset)) { session, fetch throws(FetchError) in
             try session.fetchValues(fetch, keyPaths: keyPaths)
         }

@@ -80,6 +80,39 @@ extension ManagedObjectContext {
         return request.fetchLimit > 0 ? min(afterOffset, request.fetchLimit) : afterOffset
     }
 
+    /// Dictionary results of an entity with sub-entities: the saved objects of every kind,
+    /// fetched and merged as above, each read along `keyPaths` (resolved against the parent,
+    /// whose properties every kind has at the same places). Like dictionary results of one
+    /// entity they hold what is saved: a context with unsaved changes to what they read, or a
+    /// child context, is refused rather than answered with a mix.
+    func dictionariesAcrossKinds(_ prepared: PreparedFetch, names: [String], keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[String: PropertyValue]] {
+        var read = prepared.entitiesRead.union(prepared.entity.kinds)
+        for keyPath in keyPaths { read.formUnion(keyPath.entitiesRead) }
+        guard parent == nil, !hasPendingChanges(in: read) else {
+            throw .invalidRequest("dictionary results of \(prepared.entity.name), which has sub-entities, read their saved objects: "
+                                  + "save this context's changes first, and ask a context without a parent")
+        }
+        var stored = prepared.request
+        stored.includesPendingChanges = false
+        stored.resultType = .managedObjects
+        stored.propertiesToFetch = nil
+        let evaluator = PredicateEvaluator(context: self)
+        return try fetch(stored).map { object in
+            var row: [String: PropertyValue] = [:]
+            for (name, keyPath) in zip(names, keyPaths) {
+                let value = evaluator.value(keyPath, from: object)
+                if case .toOne = keyPath.terminal {
+                    if case .object(let id) = value { row[name] = .object(id) } else { row[name] = .object(nil) }
+                } else if case .attribute(let attribute) = value {
+                    row[name] = .attribute(attribute)
+                } else {
+                    row[name] = .attribute(.null)
+                }
+            }
+            return row
+        }
+    }
+
     /// The position in `entity.kinds` of the entity the cursor's object belongs to.
     private func kindPosition(of cursor: FetchCursor, in entity: Entity) throws(FetchError) -> Int {
         guard let name = cursor.entityName, let kind = coordinator.model.resolvedEntity(named: name),
