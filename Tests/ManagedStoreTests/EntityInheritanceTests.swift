@@ -115,6 +115,10 @@ struct EntityInheritanceTests {
             let window = try context.fetch(FetchRequest(entityName: "Region", sortDescriptors: [ObjectSortDescriptor("population")],
                                                         fetchLimit: 3, fetchOffset: 2))
             #expect(window.map { $0.value("name", as: String.self) } == ["Malta", "Chile", "France"])
+            // The request's timeout is the whole fetch's, not each kind's.
+            var hurried = FetchRequest(entityName: "Region", sortDescriptors: [ObjectSortDescriptor("name")])
+            hurried.timeout = .nanoseconds(1)
+            #expect(throws: FetchError.timedOut(.nanoseconds(1))) { try context.fetch(hurried) }
         }
     }
 

@@ -1,3 +1,5 @@
+import Dispatch
+
 // A fetch of an entity with sub-entities [includesSubentities]: each entity of the hierarchy
 // is stored on its own (EntityInheritance.swift), so the fetch runs once per kind (the
 // concrete entities at or below the one asked for, `Entity.kinds`), each the plain fetch of
@@ -13,6 +15,15 @@
 extension PreparedFetch {
     /// Whether this fetch gathers the objects of several entities (`ManagedObjectContext+KindsFetch`).
     package var acrossKinds: Bool { request.includesSubentities && !entity.isSingleKind }
+
+    /// What is left of the request's timeout for the next kind's fetch (the timeout is the
+    /// whole fetch's, not each kind's); nil without one. Throws `timedOut` once it has passed.
+    func remainingTime() throws(FetchError) -> Duration? {
+        guard let deadline else { return nil }
+        try checkDeadline()
+        let now = DispatchTime.now().uptimeNanoseconds
+        return .nanoseconds(Int64(clamping: deadline > now ? deadline - now : 0))
+    }
 }
 
 extension ManagedObjectContext {
@@ -35,6 +46,7 @@ extension ManagedObjectContext {
             part.fetchLimit = window
             part.fetchBatchSize = 0
             part.relationshipKeyPathsForPrefetching = []
+            part.timeout = try prepared.remainingTime()
             part.after = prepared.after.map { cursor in
                 // Objects with the cursor's sort values: after it only in a later kind, or in
                 // its kind with a greater key.
@@ -73,6 +85,7 @@ extension ManagedObjectContext {
             part.includesSubentities = false
             part.fetchOffset = 0
             part.fetchLimit = 0
+            part.timeout = try prepared.remainingTime()
             let (sum, overflow) = total.addingReportingOverflow(try count(for: part))
             total = overflow ? Int.max : sum
         }
