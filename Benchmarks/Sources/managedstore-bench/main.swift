@@ -1,6 +1,6 @@
 // managedstore-bench: ManagedStore against raw SQLite on the same schema, in one run.
 //
-//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only] [--stacks-only] [--walk-only]
+//   swift run -c release managedstore-bench [--count N] [--batch N] [--keep] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only]
 //
 // The ManagedStore insert runs first, so the peak memory read right after it is the
 // library's (on top of the process's start-up), not raw SQLite's.
@@ -18,6 +18,8 @@ var regexOnly = false
 var stacksOnly = false
 /// Only walking a long result: fetch batch size and the asynchronous fetch (WalkBenchmark.swift).
 var walkOnly = false
+/// Only a parent entity's fetches against one entity's (InheritanceBenchmark.swift).
+var inheritanceOnly = false
 var countGiven = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -35,8 +37,9 @@ while let argument = arguments.popFirst() {
     case "--regex-only": regexOnly = true
     case "--stacks-only": stacksOnly = true
     case "--walk-only": walkOnly = true
+    case "--inheritance-only": inheritanceOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only]")
+        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -50,6 +53,20 @@ if regexOnly {
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("managedstore-bench-\(UUID().uuidString)")
 let storeURL = directory.appendingPathComponent("managedstore.sqlite")
 let rawPath = directory.appendingPathComponent("raw.sqlite").path
+
+if inheritanceOnly {
+    if !countGiven { workload.count = 100_000 }
+    say("A parent entity's fetches: \(grouped(workload.count)) objects as one entity, and split across two sub-entities; SQLite \(RawDatabase.version), WAL")
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try InheritanceBenchmark.run(directory: directory, workload)
+    } catch {
+        say("inheritance benchmark failed: \(error)")
+        exit(1)
+    }
+    if !keepFiles { try? FileManager.default.removeItem(at: directory) }
+    exit(0)
+}
 
 if walkOnly {
     if !countGiven { workload.count = 200_000 }

@@ -7,7 +7,8 @@ import Dispatch
 // the request's order.
 //
 // The order across kinds: the request's sort keys, then the kind (in model order), then the
-// key, as two kinds can hold the same key. A cursor remembers the kind of the object it
+// key, as two kinds can hold the same key (for equal sort values each kind's own fetch
+// already answers in key order, which the merge keeps). A cursor remembers the kind of the object it
 // follows, and each kind's fetch starts after it by that order. Offsets and limits apply to
 // the merged list; each kind is asked for at most offset + limit objects, which is all the
 // merged window can take from it.
@@ -57,21 +58,32 @@ extension ManagedObjectContext {
             found += try fetch(part)
         }
         try prepared.checkDeadline()
-        let evaluator = PredicateEvaluator(context: self)
-        let positions = Dictionary(uniqueKeysWithValues: prepared.entity.kinds.enumerated().map { ($1, $0) })
-        found.sort { a, b in
-            for sort in prepared.sorts {
-                let order = PredicateSemantics.sortOrder(evaluator.sortValue(sort, of: a), evaluator.sortValue(sort, of: b))
-                if order != .orderedSame { return sort.ascending ? order == .orderedAscending : order == .orderedDescending }
-            }
-            let (x, y) = (positions[a.entity.index]!, positions[b.entity.index]!)
-            if x != y { return x < y }
-            return evaluator.precedes(a, b, sorts: [])
-        }
+        // Without sort keys the order is by kind, then key: the kinds' answers, each already in
+        // key order (unsaved objects last), one after the other, as they were gathered.
+        if !prepared.sorts.isEmpty { found = merged(found, by: prepared) }
         let merged = found.dropFirst(request.fetchOffset)
         let objects = Array(request.fetchLimit > 0 ? merged.prefix(request.fetchLimit) : merged)
         try prefetchByKind(request.relationshipKeyPathsForPrefetching, of: objects)
         return objects
+    }
+
+    /// The kinds' answers (gathered in kind order, each in its own fetch's order) in the
+    /// request's order: the sort keys, each read once per object, then the kind, then the
+    /// place in the kind's own answer, which for equal sort values is key order.
+    private func merged(_ found: [ManagedObject], by prepared: PreparedFetch) -> [ManagedObject] {
+        let evaluator = PredicateEvaluator(context: self)
+        let sorts = prepared.sorts
+        let keys = found.map { object in sorts.map { evaluator.sortValue($0, of: object) } }
+        let positions = Dictionary(uniqueKeysWithValues: prepared.entity.kinds.enumerated().map { ($1, $0) })
+        let kinds = found.map { positions[$0.entity.index]! }
+        let order = found.indices.sorted { i, j in
+            for (s, sort) in sorts.enumerated() {
+                let order = PredicateSemantics.sortOrder(keys[i][s], keys[j][s])
+                if order != .orderedSame { return sort.ascending ? order == .orderedAscending : order == .orderedDescending }
+            }
+            return kinds[i] != kinds[j] ? kinds[i] < kinds[j] : i < j
+        }
+        return order.map { found[$0] }
     }
 
     /// How many objects of every kind match, honouring the request's offset and limit.
