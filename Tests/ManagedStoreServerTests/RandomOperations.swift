@@ -516,9 +516,10 @@ struct OperationGenerator {
                 labels.append("point at an object deleted earlier")
             }
         }
-        if crashers, chance(0.1), let ref = scratch(store, operations).refs.first(where: { scratch(store, operations).dead[$0.value] != nil }) {
+        if crashers, chance(0.1), let ref = scratch(store, operations).refs.first(where: { scratch(store, operations).dead[$0.value] != nil }),
+           // (An entity no relationship points at cannot be pointed at.)
+           let relationship = schema.entityNames.flatMap({ schema.entity($0).relationships }).first(where: { $0.destination == ref.value.entity }) {
             // Point at a ref deleted earlier: crashes today's server.
-            let relationship = schema.entityNames.flatMap { schema.entity($0).relationships }.first { $0.destination == ref.value.entity }!
             let inverse = schema.inverse(of: relationship)
             var values = insertValues(inverse.destination, pool(scratch(store, operations))).filter { $0.0 != relationship.name }
             values.append((relationship.name, relationship.isToMany ? .array([.string(ref.key)]) : .string(ref.key)))

@@ -145,15 +145,30 @@ enum RValue: Hashable, CustomStringConvertible, Sendable {
 /// What the reference needs of a model: entities, attributes with their rules,
 /// relationships with destination, inverse and delete rule, uniqueness constraints.
 struct RefSchema: Sendable {
+    /// The entities objects are made of: every one but the abstract ones.
     let entities: [EntityDescription]
+    /// Every entity, abstract ones too: what is listed.
+    let listedEntities: [EntityDescription]
     private let byName: [String: EntityDescription]
+    /// Per entity: the entities whose objects a list of it answers (itself unless abstract,
+    /// and every concrete entity below it).
+    private let kindsByName: [String: [String]]
+    /// Each uniqueness constraint with the entity that declared it: its values are unique
+    /// across every kind of that entity.
+    let constraints: [(owner: String, attributes: [String], kinds: [String])]
 
     init(_ model: ManagedObjectModel) {
-        entities = model.entities
+        entities = model.entities.filter { !$0.isAbstract }
+        listedEntities = model.entities
         byName = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, $0) })
+        var kinds: [String: [String]] = [:]
+        for entity in model.schema { kinds[entity.name] = entity.kinds.map { model.schema[$0].name } }
+        kindsByName = kinds
+        constraints = model.authoredEntities.flatMap { entity in entity.uniquenessConstraints.map { (entity.name, $0, kinds[entity.name]!) } }
     }
 
     var entityNames: [String] { entities.map(\.name) }
+    func kinds(_ entity: String) -> [String] { kindsByName[entity] ?? [entity] }
     func entity(_ name: String) -> EntityDescription { byName[name]! }
     func attribute(_ entity: String, _ name: String) -> AttributeDescription? { byName[entity]?.attribute(named: name) }
     func relationship(_ entity: String, _ name: String) -> RelationshipDescription? { byName[entity]?.relationship(named: name) }
@@ -324,6 +339,12 @@ struct ReferenceStore: Sendable {
 
     func ids(_ entity: String) -> [RefID] { objects.keys.filter { $0.entity == entity }.sorted() }
     func count(_ entity: String) -> Int { objects.keys.reduce(0) { $0 + ($1.entity == entity ? 1 : 0) } }
+    /// What a list of `entity` holds: its objects and those of every entity below it.
+    func listedIDs(_ entity: String) -> [RefID] {
+        let kinds = Set(schema.kinds(entity))
+        return objects.keys.filter { kinds.contains($0.entity) }.sorted()
+    }
+    func listedCount(_ entity: String) -> Int { listedIDs(entity).count }
     subscript(id: RefID) -> RefObject? { objects[id] }
 
     /// A new object of `entity` with the model's defaults and no relationships.
@@ -431,10 +452,10 @@ struct ReferenceStore: Sendable {
 
     private func uniquenessConflicts(_ w: Working, exact: Bool) -> [ExpectedConflict] {
         var result: [ExpectedConflict] = []
-        for entity in schema.entities {
-            for constraint in entity.uniquenessConstraints {
+        for (owner, constraint, kinds) in schema.constraints {
+            do {
                 var groups: [[RValue]: [RefID]] = [:]
-                for (id, object) in w.live where id.entity == entity.name {
+                for (id, object) in w.live where kinds.contains(id.entity) {
                     let values = constraint.map { object.attributes[$0] ?? .null }
                     if values.contains(where: \.isNull) { continue }
                     groups[values, default: []].append(id)
@@ -442,7 +463,7 @@ struct ReferenceStore: Sendable {
                 for (values, members) in groups.sorted(by: { $0.value.min()! < $1.value.min()! }) where members.count > 1 {
                     // Saved objects that held the value before and still do.
                     let holders = members.filter { !$0.isTemporary && objects[$0].map { o in constraint.map { o.attributes[$0] ?? .null } == values } == true }
-                    result.append(.uniqueness(entity: entity.name, constraint: constraint,
+                    result.append(.uniqueness(entity: owner, constraint: constraint,
                                               values: Dictionary(uniqueKeysWithValues: zip(constraint, values)),
                                               holders: Set(holders.map(\.description)), exact: exact))
                 }

@@ -221,6 +221,67 @@ struct EntityInheritanceTests {
         }
     }
 
+    @Test("a merge policy folds an insert into a stored object of its own kind only: across kinds the uniqueness conflict stands")
+    func mergePoliciesAcrossKinds() throws {
+        let container = try Fixtures.container(model: Self.model)
+        let context = container.newBackgroundContext(name: "edit")
+        try context.performAndWait {
+            let europe = context.insertNewObject(forEntityName: "Continent")
+            europe.setValue("Europe", forKey: "name")
+            europe.setValue(Int64(150), forKey: "code")
+            try context.save()
+            // The same kind: the insert becomes the stored Continent (an upsert).
+            let again = context.insertNewObject(forEntityName: "Continent")
+            again.setValue("Europa", forKey: "name")
+            again.setValue(Int64(150), forKey: "code")
+            _ = try context.save(mergePolicy: .objectTrump)
+            #expect(try context.count(for: FetchRequest(entityName: "Continent")) == 1)
+            #expect(try context.existingObject(with: europe.objectID).value("name", as: String.self) == "Europa")
+            // Another kind: a Country cannot become the Continent; every policy leaves the 409.
+            for policy in [MergePolicy.objectTrump, .overwrite, .storeTrump, .rollback] {
+                let france = context.insertNewObject(forEntityName: "Country")
+                france.setValue("France", forKey: "name")
+                france.setValue(Int64(150), forKey: "code")
+                do throws(SaveError) {
+                    _ = try context.save(mergePolicy: policy)
+                    Issue.record("\(policy): a Country was folded into a Continent")
+                } catch {
+                    guard case let .conflict(_, constraints) = error else { Issue.record("\(policy): \(error)"); continue }
+                    #expect(constraints.first?.conflictingObjects == [europe.objectID], "\(policy)")
+                }
+                context.rollback()
+            }
+            #expect(try context.count(for: FetchRequest(entityName: "Region")) == 1)
+        }
+    }
+
+    @Test("a conflict names a stored holder that this save changes but that keeps the value")
+    func changedHolderStillHolds() throws {
+        let container = try Fixtures.container(model: Self.model)
+        let context = container.newBackgroundContext(name: "edit")
+        try context.performAndWait {
+            let europe = context.insertNewObject(forEntityName: "Continent")
+            europe.setValue("Europe", forKey: "name")
+            let france = context.insertNewObject(forEntityName: "Country")
+            france.setValue("France", forKey: "name")
+            france.setValue(Int64(250), forKey: "code")
+            try context.save()
+            // France changes (it joins Europe) but keeps its code, which a new Territory takes.
+            france.setObject(europe, forKey: "continent")
+            let territory = context.insertNewObject(forEntityName: "Territory")
+            territory.setValue("Somewhere", forKey: "name")
+            territory.setValue(Int64(250), forKey: "code")
+            do throws(SaveError) {
+                try context.save()
+                Issue.record("two kinds with one code were saved")
+            } catch {
+                guard case let .conflict(_, constraints) = error else { Issue.record("\(error)"); return }
+                #expect(constraints.count == 1 && constraints[0].conflictingObjects == [france.objectID])
+                #expect(Set(constraints[0].objects) == [france.objectID, territory.objectID])
+            }
+        }
+    }
+
     @Test("relationships between kinds, inherited attributes in predicates through them, and deletes")
     func relationshipsBetweenKinds() throws {
         let container = try Fixtures.container(model: Self.model)

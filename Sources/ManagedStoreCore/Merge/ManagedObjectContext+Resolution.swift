@@ -273,6 +273,11 @@ extension ManagedObjectContext {
         } else {
             survivor = folding.removeFirst()
         }
+        // Objects of different entities (kinds of one parent sharing its constraint) have
+        // different properties: one cannot become the other, so the conflict stands.
+        guard folding.allSatisfy({ $0.entity.index == survivor.entity.index }) else {
+            throw .conflict(mergeConflicts: [], constraintConflicts: [conflict])
+        }
         for insert in folding {
             fold(insert, into: survivor, policy: policy)
         }

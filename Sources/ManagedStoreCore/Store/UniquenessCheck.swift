@@ -48,12 +48,15 @@ package struct UniquenessCheck {
     package func conflict(_ group: Group, stored: [ManagedObjectID], model: ManagedObjectModel) -> ConstraintConflict? {
         let entity = model.schema[group.entity]
         let constraint = entity.uniquenessConstraints[group.constraint]
-        let staying = stored.filter { !leaving.contains($0) }
         let objects = members[group] ?? []
+        // Stored holders this save does not take the values from; an updated member keeps
+        // them (its update leaves them as they were), so it is one of the holders too.
+        let staying = stored.filter { !leaving.contains($0) }
+        let holders = stored.filter { !leaving.contains($0) || objects.contains($0) }
         guard objects.count > 1 || !staying.isEmpty else { return nil }
         var values: [String: AttributeValue] = [:]
         for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = group.values[i] }
         return ConstraintConflict(entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
-                                  conflictingObjects: staying, objects: objects)
+                                  conflictingObjects: holders, objects: objects)
     }
 }

@@ -180,15 +180,18 @@ struct ChangeSetWriter {
                     while try s.step() { pks.append(s.int64(0)) }
                     return pks
                 }.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: kind.name, key: .permanent($0)) }
-                .filter { !leaving.contains($0) }
             }
             let members = groups[key]!
-            if members.count > 1 || !stored.isEmpty {
+            // The stored holders this save does not take the values from, and with them the
+            // updated members that keep the values: they held them before and still do.
+            let staying = stored.filter { !leaving.contains($0) }
+            let holders = stored.filter { !leaving.contains($0) || members.contains($0) }
+            if members.count > 1 || !staying.isEmpty {
                 var values: [String: AttributeValue] = [:]
                 for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = key.values[i] }
                 conflicts.append(ConstraintConflict(
                     entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
-                    conflictingObjects: stored, objects: members))
+                    conflictingObjects: holders, objects: members))
             }
         }
         return conflicts
