@@ -308,7 +308,14 @@ struct OperationGenerator {
     /// The next request and a short label of what it tests.
     mutating func next(_ store: ReferenceStore) -> (RefRequest, String) {
         note(store)
-        if !followUps.isEmpty { return followUps.removeFirst() }
+        // A follow-up was made for the state before the request it follows: one whose answer
+        // the contract now leaves open (a unique value taken meanwhile beside a broken rule) is
+        // dropped, and a fresh request made instead.
+        while !followUps.isEmpty {
+            let followUp = followUps.removeFirst()
+            if case .ambiguous = store.predict(followUp.0).outcome { continue }
+            return followUp
+        }
         for _ in 0..<30 {
             let (request, label) = candidate(store)
             let prediction = store.predict(request)
