@@ -107,6 +107,33 @@ struct AuthTests {
         #expect(try server.taskTitles() == ["a", "b"])
     }
 
+    @Test("a parent entity's list, aggregate and batch change need the token's access to every sub-entity, whose objects they answer")
+    func parentEntityScopes() throws {
+        let model = try ManagedObjectModel(jsonData: Array(#"""
+            {"name": "World", "entities": [
+              {"name": "Region", "abstract": true, "attributes": [{"name": "name", "type": "string"}]},
+              {"name": "Country", "parent": "Region", "attributes": [{"name": "capital", "type": "string"}]},
+              {"name": "Secret", "parent": "Region", "attributes": [{"name": "code", "type": "string"}]}]}
+            """#.utf8))
+        let server = try ServerHarness(model: model) { service, _ in
+            service.accessTokens = [
+                AccessToken(name: "narrow", token: "narrow-secret", scopes: [AccessScope(.write, entity: "Region"), AccessScope(.write, entity: "Country")]),
+                AccessToken(name: "wide", token: "wide-secret", scopes: [AccessScope(.write)]),
+            ]
+        }
+        let made = try server.request("POST", "/v1/objects/Secret", json: #"{"name": "s", "code": "x"}"#, headers: Self.bearer("wide-secret"))
+        #expect(made.status == 201)
+        for (method, path, body) in [("GET", "/v1/objects/Region", nil), ("GET", "/v1/objects/Region/aggregate?select=count()", nil),
+                                     ("PATCH", "/v1/objects/Region?where=name%20%3D%3D%20%22s%22", #"{"name": "t"}"#),
+                                     ("DELETE", "/v1/objects/Region?where=name%20%3D%3D%20%22s%22", nil)] {
+            let refused = try server.request(method, path, json: body, headers: Self.bearer("narrow-secret"))
+            #expect(refused.status == 403 && refused.text.contains("may not") && refused.text.contains("Secret"), "\(method) \(path): \(refused.text)")
+        }
+        #expect(try server.request("GET", "/v1/objects/Country", headers: Self.bearer("narrow-secret")).status == 200)
+        let listed = try server.request("GET", "/v1/objects/Region", headers: Self.bearer("wide-secret"))
+        #expect(listed.status == 200 && listed.text.contains("Secret/1"))
+    }
+
     @Test("tokens files: sha256 or plain entries, scopes checked, bad files refused with a reason")
     func tokensFile() throws {
         let digest = SHA256.hex(Array("s3cret".utf8))

@@ -178,6 +178,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             let entity = try parser.entity(rest[2])
             guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
             try access.require(token, .read, on: .entity(entity.name))
+            try requireKinds(token, .read, of: entity)
             return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
@@ -191,6 +192,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func collection(_ request: HTTPRequest, entityName: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
         try access.require(token, AccessControl.level(for: request.method), on: .entity(entity.name))
+        try requireKinds(token, AccessControl.level(for: request.method), of: entity)
         switch request.method {
         case "GET", "HEAD":
             return .respond(try reads.fetch(request, entity: entity))
@@ -203,6 +205,13 @@ public final class ManagedStoreService: HTTPRequestHandler {
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
         }
+    }
+
+    /// A parent entity's objects are those of its sub-entities, each answered whole: a list,
+    /// an aggregate or a batch change of the parent needs the same access to every one of them.
+    private func requireKinds(_ token: AccessToken?, _ level: AccessScope.Level, of entity: EntityDescription) throws(Problem) {
+        guard let resolved = model.resolvedEntity(named: entity.name), !resolved.isSingleKind else { return }
+        for kind in resolved.kinds { try access.require(token, level, on: .entity(model.schema[kind].name)) }
     }
 
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
