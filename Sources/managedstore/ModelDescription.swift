@@ -17,15 +17,14 @@ enum ModelDescription {
             out += "\n\(entity.name)" + (notes.isEmpty ? "" : " (\(notes.joined(separator: "; ")))") + "\n"
             /// Where an inherited property comes from.
             func origin(_ name: String) -> String? {
-                guard !own.attributes.contains(where: { $0.name == name }), !own.relationships.contains(where: { $0.name == name }) else { return nil }
-                var ancestor = entity.parent
-                while let current = ancestor, let description = model.authoredEntities.first(where: { $0.name == current }) {
-                    if description.attributes.contains(where: { $0.name == name }) || description.relationships.contains(where: { $0.name == name }) {
-                        return "from \(current)"
-                    }
-                    ancestor = description.parent
+                func declares(_ description: EntityDescription) -> Bool {
+                    description.attributes.contains { $0.name == name } || description.relationships.contains { $0.name == name }
                 }
-                return nil
+                guard !declares(own) else { return nil }
+                let declaring = model.ancestorNames(of: entity.name).first { ancestor in
+                    model.authoredEntities.first { $0.name == ancestor }.map(declares) ?? false
+                }
+                return declaring.map { "from \($0)" }
             }
             var rows = [["property", "kind", "type", "optional", "default", "rules"]]
             for a in entity.attributes {

@@ -69,17 +69,6 @@ enum SwiftEntityGenerator {
     }
 
     /// The struct of `entity`'s view.
-    /// The entities `entity` inherits from, its parent first.
-    private static func ancestors(of entity: EntityDescription, in model: ManagedObjectModel) -> [String] {
-        var names: [String] = []
-        var current = entity.parent
-        while let name = current, !names.contains(name) {
-            names.append(name)
-            current = model.entity(named: name)?.parent
-        }
-        return names
-    }
-
     private static func view(of entity: EntityDescription, of model: ManagedObjectModel, access: String) -> String {
         let a = access == "internal" ? "" : access + " "
         var lines = [
@@ -91,7 +80,7 @@ enum SwiftEntityGenerator {
             "    \(a)let object: ManagedObject",
             "    \(a)init(_ object: ManagedObject) { self.object = object }",
         ].compactMap { $0 }
-        for ancestor in ancestors(of: entity, in: model) {
+        for ancestor in model.ancestorNames(of: entity.name) {
             lines += ["", "    /// This object as \(ancestor)'s view (it has every property of it).", "    \(a)var as\(ancestor): \(ancestor) { \(ancestor)(object) }"]
         }
         for attribute in entity.attributes {

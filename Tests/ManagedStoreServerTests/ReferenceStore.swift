@@ -161,8 +161,7 @@ struct RefSchema: Sendable {
         entities = model.entities.filter { !$0.isAbstract }
         listedEntities = model.entities
         byName = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, $0) })
-        var kinds: [String: [String]] = [:]
-        for entity in model.schema { kinds[entity.name] = entity.kinds.map { model.schema[$0].name } }
+        let kinds = Dictionary(uniqueKeysWithValues: model.entities.map { ($0.name, model.kindNames(of: $0.name)) })
         kindsByName = kinds
         constraints = model.authoredEntities.flatMap { entity in entity.uniquenessConstraints.map { (entity.name, $0, kinds[entity.name]!) } }
     }

@@ -34,22 +34,18 @@ extension ManagedObjectContext {
         return try PreparedAggregate(request, fetch: fetch, model: coordinator.model, storeIdentifier: coordinator.storeIdentifier)
     }
 
-    /// An aggregate of an entity with sub-entities: its stored objects of every kind, fetched,
+    /// An aggregate of an entity with sub-entities: its saved objects of every kind, fetched,
     /// then grouped and computed in memory with the store's results (`InMemoryAggregate`, what
-    /// the PostgreSQL store runs too). What is saved is what counts, as for one entity: a
-    /// context with unsaved changes to what the aggregate reads is refused rather than
-    /// answered with a mix, and a child context, whose reads go through its parent's changes,
-    /// too.
+    /// the PostgreSQL store runs too).
     private func aggregateAcrossKinds(_ prepared: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
-        let entity = prepared.fetch.entity
-        guard parent == nil, !hasPendingChanges(in: prepared.entitiesRead.union(entity.kinds)) else {
-            throw .fetch(.invalidRequest("an aggregate of \(entity.name), which has sub-entities, reads their saved objects: "
-                                         + "save this context's changes first, and run it on a context without a parent"))
-        }
-        var stored = FetchRequest(entityName: entity.name, predicate: prepared.fetch.request.predicate, includesPendingChanges: false)
+        var stored = FetchRequest(entityName: prepared.fetch.entity.name, predicate: prepared.fetch.request.predicate)
         stored.timeout = prepared.fetch.request.timeout
         let objects: [ManagedObject]
-        do throws(FetchError) { objects = try fetch(stored) } catch { throw .fetch(error) }
+        do throws(FetchError) {
+            objects = try savedObjectsAcrossKinds(stored, of: prepared.fetch.entity, reading: prepared.entitiesRead, for: "aggregates")
+        } catch {
+            throw .fetch(error)
+        }
         return try InMemoryAggregate(graph: ContextGraph(context: self), model: coordinator.model).groups(prepared, candidates: objects)
     }
 }

@@ -31,27 +31,22 @@ extension ManagedObjectContext {
     /// The objects of every kind of `prepared.entity` that match, in the request's order.
     func fetchAcrossKinds(_ prepared: PreparedFetch) throws(FetchError) -> [ManagedObject] {
         let request = prepared.request
-        let schema = coordinator.model.schema
         var window = 0
         if request.fetchLimit > 0 {
             let sum = request.fetchOffset.addingReportingOverflow(request.fetchLimit)
             window = sum.overflow ? Int.max : sum.partialValue
         }
-        let cursorKind = try prepared.after.map { cursor throws(FetchError) in try kindPosition(of: cursor, in: prepared.entity) }
+        let cursor = try prepared.after.map { cursor throws(FetchError) in (cursor, try kindPosition(of: cursor, in: prepared.entity)) }
         var found: [ManagedObject] = []
         for (position, kind) in prepared.entity.kinds.enumerated() {
-            var part = request
-            part.entityName = schema[kind].name
-            part.includesSubentities = false
-            part.fetchOffset = 0
+            var part = try kindRequest(prepared, kind)
             part.fetchLimit = window
             part.fetchBatchSize = 0
             part.relationshipKeyPathsForPrefetching = []
-            part.timeout = try prepared.remainingTime()
-            part.after = prepared.after.map { cursor in
+            part.after = cursor.map { cursor, cursorKind in
                 // Objects with the cursor's sort values: after it only in a later kind, or in
                 // its kind with a greater key.
-                let key = position < cursorKind! ? Int64.max : position > cursorKind! ? Int64.min : cursor.primaryKey
+                let key = position < cursorKind ? Int64.max : position > cursorKind ? Int64.min : cursor.primaryKey
                 return FetchCursor(fingerprint: FetchCursor.fingerprint(entity: part.entityName, sorts: request.sortDescriptors),
                                    values: cursor.values, primaryKey: key)
             }
@@ -65,6 +60,17 @@ extension ManagedObjectContext {
         let objects = Array(request.fetchLimit > 0 ? merged.prefix(request.fetchLimit) : merged)
         try prefetchByKind(request.relationshipKeyPathsForPrefetching, of: objects)
         return objects
+    }
+
+    /// The request of one kind's part of `prepared`: that entity alone, from its first object,
+    /// in what is left of the whole fetch's time.
+    private func kindRequest(_ prepared: PreparedFetch, _ kind: Int) throws(FetchError) -> FetchRequest {
+        var part = prepared.request
+        part.entityName = coordinator.model.schema[kind].name
+        part.includesSubentities = false
+        part.fetchOffset = 0
+        part.timeout = try prepared.remainingTime()
+        return part
     }
 
     /// The kinds' answers (gathered in kind order, each in its own fetch's order) in the
@@ -92,12 +98,8 @@ extension ManagedObjectContext {
         guard prepared.after == nil else { return try fetchAcrossKinds(prepared).count }
         var total = 0
         for kind in prepared.entity.kinds {
-            var part = request
-            part.entityName = coordinator.model.schema[kind].name
-            part.includesSubentities = false
-            part.fetchOffset = 0
+            var part = try kindRequest(prepared, kind)
             part.fetchLimit = 0
-            part.timeout = try prepared.remainingTime()
             let (sum, overflow) = total.addingReportingOverflow(try count(for: part))
             total = overflow ? Int.max : sum
         }
@@ -107,22 +109,15 @@ extension ManagedObjectContext {
 
     /// Dictionary results of an entity with sub-entities: the saved objects of every kind,
     /// fetched and merged as above, each read along `keyPaths` (resolved against the parent,
-    /// whose properties every kind has at the same places). Like dictionary results of one
-    /// entity they hold what is saved: a context with unsaved changes to what they read, or a
-    /// child context, is refused rather than answered with a mix.
+    /// whose properties every kind has at the same places).
     func dictionariesAcrossKinds(_ prepared: PreparedFetch, names: [String], keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[String: PropertyValue]] {
-        var read = prepared.entitiesRead.union(prepared.entity.kinds)
+        var read = prepared.entitiesRead
         for keyPath in keyPaths { read.formUnion(keyPath.entitiesRead) }
-        guard parent == nil, !hasPendingChanges(in: read) else {
-            throw .invalidRequest("dictionary results of \(prepared.entity.name), which has sub-entities, read their saved objects: "
-                                  + "save this context's changes first, and ask a context without a parent")
-        }
         var stored = prepared.request
-        stored.includesPendingChanges = false
         stored.resultType = .managedObjects
         stored.propertiesToFetch = nil
         let evaluator = PredicateEvaluator(context: self)
-        return try fetch(stored).map { object in
+        return try savedObjectsAcrossKinds(stored, of: prepared.entity, reading: read, for: "dictionary results").map { object in
             var row: [String: PropertyValue] = [:]
             for (name, keyPath) in zip(names, keyPaths) {
                 let value = evaluator.value(keyPath, from: object)
@@ -136,6 +131,20 @@ extension ManagedObjectContext {
             }
             return row
         }
+    }
+
+    /// The saved objects `request` matches across the kinds of `entity`, for what reads saved
+    /// values (dictionary results, aggregates): a context with unsaved changes to what it reads
+    /// (`reading`, the entity's kinds added), or a child context, whose reads go through its
+    /// parent's changes, is refused rather than answered with a mix.
+    func savedObjectsAcrossKinds(_ request: FetchRequest, of entity: Entity, reading: Set<Int>, for what: String) throws(FetchError) -> [ManagedObject] {
+        guard parent == nil, !hasPendingChanges(in: reading.union(entity.kinds)) else {
+            throw .invalidRequest("\(what) of \(entity.name), which has sub-entities, read their saved objects: "
+                                  + "save this context's changes first, and ask a context without a parent")
+        }
+        var stored = request
+        stored.includesPendingChanges = false
+        return try fetch(stored)
     }
 
     /// The position in `entity.kinds` of the entity the cursor's object belongs to.

@@ -30,11 +30,10 @@ public final class ManagedObjectModel: Sendable {
         self.name = name
         self.version = version
         self.authoredEntities = entities
-        let problems = ModelChecker.problems(of: entities)
-        guard problems.isEmpty else { throw ModelError(problems) }
-        let inheritance = EntityInheritance(entities)
         let authored = entities
-        let entities = inheritance.flattened(authored)
+        let inheritance = EntityInheritance(authored)
+        let (flattened, problems) = ModelChecker.check(authored, inheritance)
+        guard let entities = flattened, problems.isEmpty else { throw ModelError(problems) }
         self.entities = entities
         var indexByName: [String: Int] = [:]
         for (i, e) in entities.enumerated() { indexByName[e.name] = i }
@@ -75,6 +74,23 @@ public final class ManagedObjectModel: Sendable {
     /// Empty for most entities: then a delete has nothing more to do, at no cost.
     package func oneWayRelationships(to entity: Entity) -> [(entity: Int, relationship: Int)] {
         oneWayHolders[entity.index]
+    }
+
+    /// The names of the entities whose objects a fetch of the entity called `name` returns:
+    /// itself unless abstract, and every concrete entity below it (`Entity.kinds`).
+    package func kindNames(of name: String) -> [String] {
+        resolvedEntity(named: name).map { $0.kinds.map { schema[$0].name } } ?? []
+    }
+
+    /// The names of the entities the entity called `name` inherits from, its parent first.
+    package func ancestorNames(of name: String) -> [String] {
+        var names: [String] = []
+        var current = resolvedEntity(named: name)?.parentIndex
+        while let index = current {
+            names.append(schema[index].name)
+            current = schema[index].parentIndex
+        }
+        return names
     }
 
     package func resolvedEntity(named name: String) -> Entity? {
@@ -145,9 +161,15 @@ struct ModelChecker {
     /// Every problem of `authored`, its inheritance included: what building a model from it
     /// would report.
     static func problems(of authored: [EntityDescription]) -> [ModelProblem] {
-        let inheritance = EntityInheritance(authored)
-        guard inheritance.problems.isEmpty else { return ModelChecker(entities: authored).problems() + inheritance.problems }
-        return ModelChecker(entities: inheritance.flattened(authored), authored: authored).problems()
+        check(authored, EntityInheritance(authored)).problems
+    }
+
+    /// The entities with what they inherit (nil when the parents cannot be resolved), and
+    /// every problem of `authored`.
+    static func check(_ authored: [EntityDescription], _ inheritance: EntityInheritance) -> (flattened: [EntityDescription]?, problems: [ModelProblem]) {
+        guard inheritance.problems.isEmpty else { return (nil, ModelChecker(entities: authored).problems() + inheritance.problems) }
+        let flattened = inheritance.flattened(authored)
+        return (flattened, ModelChecker(entities: flattened, authored: authored).problems())
     }
 
     func problems() -> [ModelProblem] {

@@ -132,67 +132,28 @@ struct ChangeSetWriter {
         if !invalid.isEmpty { throw ChangeSetRejection.invalidReferences(invalid) }
     }
 
-    private struct UniqueKey: Hashable {
-        let entity: Int
-        let constraint: Int
-        let values: [AttributeValue]
-    }
-
     /// Every uniqueness constraint of every inserted or updated object, against the store and
-    /// against the other objects of this save. A null in a constraint's values never conflicts,
-    /// as in SQL.
+    /// against the other objects of this save (`UniquenessCheck`, as every store checks them).
+    /// A null in a constraint's values never conflicts, as in SQL.
     private func checkUniqueness(_ changes: ChangeSet) throws -> [ConstraintConflict] {
-        var groups: [UniqueKey: [ManagedObjectID]] = [:]
-        var order: [UniqueKey] = []
-        // Stored rows whose values this save replaces or removes: they must not count against
-        // it. By ID, not by key alone: Book 1 changing says nothing about Author 1's name.
-        var leaving: Set<ManagedObjectID> = Set(changes.deletes.map(\.id))
-        func add(_ id: ManagedObjectID, _ entity: Entity, _ attributes: [AttributeValue]) {
-            for (c, constraint) in entity.uniquenessConstraints.enumerated() {
-                let values = constraint.map { attributes[$0] }
-                if values.contains(where: \.isNull) { continue }
-                // Keyed by the entity that declared the constraint: its kinds share it
-                // (an inherited constraint has the same position there).
-                let key = UniqueKey(entity: entity.uniquenessOwners[c], constraint: c, values: values)
-                if groups[key] == nil { order.append(key) }
-                groups[key, default: []].append(id)
-            }
-        }
-        for insert in changes.inserts where !insert.entity.uniquenessConstraints.isEmpty {
-            add(insert.id, insert.entity, insert.attributes)
-        }
-        for update in changes.updates where !update.entity.uniquenessConstraints.isEmpty {
-            add(update.id, update.entity, update.attributes)
-            leaving.insert(update.id)
-        }
+        let check = UniquenessCheck(changes)
         var conflicts: [ConstraintConflict] = []
-        for key in order {
-            let entity = model.schema[key.entity]
-            let constraint = entity.uniquenessConstraints[key.constraint]
+        for group in check.groups {
+            let owner = model.schema[group.entity]
+            let constraint = owner.uniquenessConstraints[group.constraint]
             // Every kind's table holds the constraint's columns at the same positions; one
             // writer at a time, so checking them in turn is as good as one index.
             var stored: [ManagedObjectID] = []
-            for kind in entity.kinds.map({ model.schema[$0] }) {
+            for kind in owner.kinds.map({ model.schema[$0] }) {
                 let condition = constraint.map { "\(quoteIdentifier(kind.attributes[$0].name)) = ?" }.joined(separator: " AND ")
                 stored += try connection.withStatement("SELECT \"_pk\" FROM \(kind.table) WHERE \(condition)") { s throws(StoreError) in
-                    for (i, value) in key.values.enumerated() { s.bind(value, at: Int32(i + 1)) }
+                    for (i, value) in group.values.enumerated() { s.bind(value, at: Int32(i + 1)) }
                     var pks: [Int64] = []
                     while try s.step() { pks.append(s.int64(0)) }
                     return pks
                 }.map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: kind.name, key: .permanent($0)) }
             }
-            let members = groups[key]!
-            // The stored holders this save does not take the values from, and with them the
-            // updated members that keep the values: they held them before and still do.
-            let staying = stored.filter { !leaving.contains($0) }
-            let holders = stored.filter { !leaving.contains($0) || members.contains($0) }
-            if members.count > 1 || !staying.isEmpty {
-                var values: [String: AttributeValue] = [:]
-                for (i, a) in constraint.enumerated() { values[entity.attributes[a].name] = key.values[i] }
-                conflicts.append(ConstraintConflict(
-                    entityName: entity.name, constraint: constraint.map { entity.attributes[$0].name }, values: values,
-                    conflictingObjects: holders, objects: members))
-            }
+            if let conflict = check.conflict(group, stored: stored, model: model) { conflicts.append(conflict) }
         }
         return conflicts
     }

@@ -143,8 +143,8 @@ enum ModelOpenAPI {
     /// The entities whose objects a fetch of `entity` answers: itself unless abstract, and
     /// every concrete entity below it (each object with its own schema).
     static func kinds(of entity: EntityDescription, in model: ManagedObjectModel) -> [String] {
-        guard let resolved = model.resolvedEntity(named: entity.name), !resolved.kinds.isEmpty else { return [entity.name] }
-        return resolved.kinds.map { model.schema[$0].name }
+        let kinds = model.kindNames(of: entity.name)
+        return kinds.isEmpty ? [entity.name] : kinds
     }
 
     private static func fetchResult(_ kinds: [String]) -> JSONValue {

@@ -210,8 +210,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     /// A parent entity's objects are those of its sub-entities, each answered whole: a list,
     /// an aggregate or a batch change of the parent needs the same access to every one of them.
     private func requireKinds(_ token: AccessToken?, _ level: AccessScope.Level, of entity: EntityDescription) throws(Problem) {
-        guard let resolved = model.resolvedEntity(named: entity.name), !resolved.isSingleKind else { return }
-        for kind in resolved.kinds { try access.require(token, level, on: .entity(model.schema[kind].name)) }
+        for kind in model.kindNames(of: entity.name) where kind != entity.name { try access.require(token, level, on: .entity(kind)) }
     }
 
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {

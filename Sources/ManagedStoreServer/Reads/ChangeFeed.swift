@@ -140,10 +140,10 @@ final class ChangeFeed: @unchecked Sendable {
         if let text = request.queryValue("entity") {
             var names: Set<String> = []
             for name in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !name.isEmpty {
-                guard let entity = model.resolvedEntity(named: name) else { throw Problem.badRequest("entity: the model has no entity '\(name.prefix(100))'") }
+                guard model.entity(named: name) != nil else { throw Problem.badRequest("entity: the model has no entity '\(name.prefix(100))'") }
                 names.insert(name)
                 // A parent entity's changes are its sub-entities' too, as a fetch of it returns their objects.
-                names.formUnion(entity.kinds.map { model.schema[$0].name })
+                names.formUnion(model.kindNames(of: name))
             }
             query.entities = names
         }

@@ -37,7 +37,7 @@ public struct NDJSONFileImport {
         }
         guard !entity.isAbstract else {
             throw Failure(code: "bad-request", line: nil, committed: 0, problemJSON: "",
-                          message: "\(entityName) is abstract: import into one of its sub-entities (\(coordinator.model.entities.filter { $0.parent == entityName }.map(\.name).joined(separator: ", ")))")
+                          message: "\(entityName) is abstract: import into one of its sub-entities (\(coordinator.model.kindNames(of: entityName).joined(separator: ", ")))")
         }
         self.coordinator = coordinator
         self.entity = entity

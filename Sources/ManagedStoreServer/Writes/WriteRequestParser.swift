@@ -166,7 +166,7 @@ struct WriteRequestParser {
     /// An abstract entity has no objects of its own: an insert names one of its sub-entities.
     func insertable(_ entity: EntityDescription) throws(Problem) {
         guard entity.isAbstract else { return }
-        throw Problem.abstractEntity(entity.name, subentities: model.entities.filter { $0.parent == entity.name }.map(\.name))
+        throw Problem.abstractEntity(entity.name, subentities: model.kindNames(of: entity.name))
     }
 
     func entity(_ name: String) throws(Problem) -> EntityDescription {
