@@ -36,7 +36,7 @@ test-unit: deps
 # The library's context, fault, save, conflict, merge-policy and aggregate suites again, their in-memory
 # containers on the dictionary store (Tests/Support): a second implementation of the store
 # protocol, the proof that the contexts need nothing of SQLite's.
-DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests|EntityInheritanceTests
+DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests|EntityInheritanceTests|RelationshipToParentTests
 test-dictionary-store: deps
 	MANAGEDSTORE_TEST_STORE=dictionary SWIFT=$(SWIFT) ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(DICTIONARY_SUITES))/'
 

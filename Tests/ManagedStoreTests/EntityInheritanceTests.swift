@@ -73,7 +73,7 @@ struct EntityInheritanceTests {
         #expect(xcode.authoredEntities == model.authoredEntities && xcode.entities == model.entities)
     }
 
-    @Test("a parent that is missing, a loop, a property declared again and a relationship to a parent entity are refused, each named")
+    @Test("a parent that is missing, a loop, a property declared again and an inverse on a sub-entity are refused, each named")
     func refusals() {
         func problems(_ entities: [EntityDescription]) -> [String] {
             do { _ = try ManagedObjectModel(name: "M", entities: entities); return [] } catch { return error.problems.map(\.description) }
@@ -83,11 +83,18 @@ struct EntityInheritanceTests {
         let again = problems([EntityDescription(name: "A", attributes: [AttributeDescription(name: "x", type: .string)]),
                               EntityDescription(name: "B", attributes: [AttributeDescription(name: "x", type: .string)], parent: "A")])
         #expect(again == ["B.x: is also a property of parent entity A: a sub-entity cannot declare it again"])
-        let toParent = problems([
+        // A relationship to a parent entity is a relationship like any other
+        // (RelationshipToParentTests); its inverse must be the parent's, not a sub-entity's.
+        #expect(problems([
             EntityDescription(name: "A", relationships: [RelationshipDescription(name: "h", destination: "H", inverse: nil)]),
             EntityDescription(name: "H", isAbstract: true), EntityDescription(name: "K", parent: "H"),
+        ]).isEmpty)
+        let inverseOnSubentity = problems([
+            EntityDescription(name: "A", relationships: [RelationshipDescription(name: "h", destination: "H", inverse: "a", isToMany: true)]),
+            EntityDescription(name: "H", isAbstract: true),
+            EntityDescription(name: "K", relationships: [RelationshipDescription(name: "a", destination: "A", inverse: "h")], parent: "H"),
         ])
-        #expect(toParent.count == 1 && toParent[0].hasPrefix("A.h: its destination H has sub-entities (K)"))
+        #expect(inverseOnSubentity.contains("A.h: inverse 'a' is not a relationship of H"), "\(inverseOnSubentity)")
     }
 
     @Test("a fetch of a parent returns every kind below it, each with its own entity, in the request's order")

@@ -19,14 +19,20 @@ struct InheritanceMigrationTests {
 
     /// Version 2: both under an abstract Region that holds `name` and a new `population`;
     /// `unique` adds a uniqueness constraint of Region on `name`; `islands` adds a sub-entity.
-    static func version2(unique: Bool = false, islands: Bool = false) throws -> ManagedObjectModel {
+    /// `atlas` adds an Atlas whose `regions` are any Region: a relationship to the parent.
+    static func version2(unique: Bool = false, islands: Bool = false, atlas: Bool = false) throws -> ManagedObjectModel {
         var entities = [
             EntityDescription(name: "Region", attributes: [AttributeDescription(name: "name", type: .string, isOptional: false),
                                                            AttributeDescription(name: "population", type: .integer64, isOptional: false, defaultValue: .integer(0))],
+                              relationships: atlas ? [RelationshipDescription(name: "atlas", destination: "Atlas", inverse: "regions")] : [],
                               uniquenessConstraints: unique ? [["name"]] : [], isAbstract: true),
             EntityDescription(name: "Continent", parent: "Region"),
             EntityDescription(name: "Country", attributes: [AttributeDescription(name: "capital", type: .string)], parent: "Region"),
         ]
+        if atlas {
+            entities.append(EntityDescription(name: "Atlas", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [
+                RelationshipDescription(name: "regions", destination: "Region", inverse: "atlas", isToMany: true)]))
+        }
         if islands { entities.append(EntityDescription(name: "Island", attributes: [AttributeDescription(name: "area", type: .double)], parent: "Country")) }
         return try ManagedObjectModel(name: "World", version: 2, entities: entities)
     }
@@ -97,5 +103,53 @@ struct InheritanceMigrationTests {
             context.insertNewObject(forEntityName: "Continent").setValue("France", forKey: "name")
             #expect(throws: SaveError.self) { try context.save() }
         }
+    }
+
+    @Test("a relationship to a parent whose sub-entities hold keys made apart (the same key twice) is refused, naming them; the store is unchanged")
+    func keysMadeApartRefused() throws {
+        let store = try Self.makeStore()  // Continent 1; Country 1 and 2: each entity had its own sequence
+        defer { withExtendedLifetime(store) {} }
+        let before = try store.snapshot()
+        let model = try Self.version2(atlas: true)
+        do throws(StoreError) {
+            _ = try PersistentStoreCoordinator(model: model, store: store.description)
+            Issue.record("the migration was not refused")
+        } catch {
+            guard case .migrationNotInferable(let reasons) = error else { Issue.record("another error: \(error)"); return }
+            #expect(reasons == ["Atlas.regions: the objects of Region's sub-entities (Continent, Country) share 1 key, made apart "
+                                + "before they shared one sequence: a relationship to Region could not tell them apart"])
+        }
+        #expect(try store.snapshot() == before)
+        // Without the relationship to the parent, the same store joins the hierarchy.
+        _ = try PersistentStoreCoordinator(model: try Self.version2(), store: store.description)
+    }
+
+    @Test("keys that do not collide migrate, and new objects of any kind take keys past all of them")
+    func keysContinueAcrossTheHierarchy() throws {
+        let store = try MigrationStore()
+        defer { withExtendedLifetime(store) {} }
+        let first = try PersistentContainer(model: try Self.version1(), store: store.description)
+        try first.viewContext.performAndWait {
+            for name in ["France", "Chile"] { first.viewContext.insertNewObject(forEntityName: "Country").setValue(name, forKey: "name") }
+            try first.viewContext.save()
+        }
+        let container = try PersistentContainer(model: try Self.version2(atlas: true), store: store.description)
+        try container.viewContext.performAndWait {
+            let context = container.viewContext
+            let europe = context.insertNewObject(forEntityName: "Continent")
+            europe.setValue("Europe", forKey: "name")
+            let atlas = context.insertNewObject(forEntityName: "Atlas")
+            let countries = try context.fetch(FetchRequest(entityName: "Country", sortDescriptors: [ObjectSortDescriptor("name")]))
+            atlas.setObjects(countries + [europe], forKey: "regions")
+            try context.save()
+            #expect(europe.objectID.primaryKey == 3, "past the countries' keys 1 and 2: \(europe.objectID)")
+        }
+        let reader = container.newBackgroundContext(name: "reader")
+        try reader.performAndWait {
+            let atlas = try #require(try reader.fetch(FetchRequest(entityName: "Atlas")).first)
+            #expect(Set(atlas.objects(forKey: "regions").map { "\($0.entityName) \($0.value("name", as: String.self) ?? "?")" })
+                    == ["Country Chile", "Country France", "Continent Europe"])
+        }
+        #expect(try container.coordinator.checkIntegrity().isEmpty)
     }
 }

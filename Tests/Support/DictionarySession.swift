@@ -137,8 +137,8 @@ final class DictionarySession: StoreWriteSession {
     }
 
     func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64 {
-        let first = state.lastKeys[entity.index] + 1
-        state.lastKeys[entity.index] += Int64(count)
+        let first = state.lastKeys[entity.keyRoot] + 1
+        state.lastKeys[entity.keyRoot] += Int64(count)
         return first
     }
 
@@ -182,21 +182,24 @@ struct RowGraph: PredicateGraph {
         let entity = model.schema[node.entity]
         let destination = entity.relationships[relationship].destinationIndex
         return state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model).first
-            .map { objectID(of: Node(entity: destination, key: $0)) }
+            .map { objectID(of: self.node($0, of: destination) ?? Node(entity: destination, key: $0)) }
     }
 
     func toOne(_ relationship: Int, of node: Node) -> Node? {
         let entity = model.schema[node.entity]
-        let destination = entity.relationships[relationship].destinationIndex
-        guard let key = state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model).first,
-              state.rows[destination][key] != nil else { return nil }
-        return Node(entity: destination, key: key)
+        return state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model).first
+            .flatMap { self.node($0, of: entity.relationships[relationship].destinationIndex) }
     }
 
     func toMany(_ relationship: Int, of node: Node) -> [Node] {
         let entity = model.schema[node.entity]
-        let destination = entity.relationships[relationship].destinationIndex
         return state.destinationKeys(of: entity, relationship: relationship, key: node.key, model: model)
-            .filter { state.rows[destination][$0] != nil }.map { Node(entity: destination, key: $0) }
+            .compactMap { self.node($0, of: entity.relationships[relationship].destinationIndex) }
+    }
+
+    /// The stored object `key` names among the kinds of `destination` (a parent entity's objects
+    /// are its sub-entities'), nil when none holds it.
+    private func node(_ key: Int64, of destination: Int) -> Node? {
+        ([destination] + model.schema[destination].kinds).first { state.rows[$0][key] != nil }.map { Node(entity: $0, key: key) }
     }
 }

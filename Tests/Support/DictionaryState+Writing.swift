@@ -24,8 +24,9 @@ extension DictionaryState {
         var next = lastKeys
         for insert in changes.inserts {
             if let own = insert.id.primaryKey { keys.append(own); continue }
-            next[insert.entity.index] += 1
-            keys.append(next[insert.entity.index])
+            // One sequence per hierarchy, the root's (`Entity.keyRoot`), as the stores keep them.
+            next[insert.entity.keyRoot] += 1
+            keys.append(next[insert.entity.keyRoot])
         }
         let assigned = zip(changes.inserts, keys).map { id($0.entity, $1) }
         let permanent = Dictionary(zip(changes.inserts.map(\.id), assigned), uniquingKeysWith: { a, _ in a })

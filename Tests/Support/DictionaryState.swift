@@ -75,9 +75,13 @@ struct DictionaryState: Sendable {
                   let target = rows[entity.index][key]?.foreignKeys[position] else { return [] }
             return [target]
         case .inverseForeignKey:
+            // Every kind of the destination (a parent entity's objects are its sub-entities').
             let destination = model.schema[relationship.destinationIndex]
-            guard let inverse = relationship.inverseIndex, let position = destination.foreignKeyRelationships.firstIndex(of: inverse) else { return [] }
-            return rows[destination.index].compactMap { pk, row in row.foreignKeys[position] == key ? pk : nil }.sorted()
+            guard let inverse = relationship.inverseIndex else { return [] }
+            return Set([destination.index] + destination.kinds).flatMap { kind -> [Int64] in
+                guard let position = model.schema[kind].foreignKeyRelationships.firstIndex(of: inverse) else { return [] }
+                return rows[kind].compactMap { pk, row in row.foreignKeys[position] == key ? pk : nil }
+            }.sorted()
         case let .joinTable(table, isFirstSide):
             let pairs = links[table] ?? []
             return pairs.compactMap { pair in

@@ -115,8 +115,8 @@ package final class DictionaryStore: PersistentStore, @unchecked Sendable {
         let state = committedState
         var problems: [String] = []
         for entity in model.schema {
-            if let highest = state.rows[entity.index].keys.max(), highest > state.lastKeys[entity.index] {
-                problems.append("\(entity.name): key \(highest) is past the keys handed out (\(state.lastKeys[entity.index]))")
+            if let highest = state.rows[entity.index].keys.max(), highest > state.lastKeys[entity.keyRoot] {
+                problems.append("\(entity.name): key \(highest) is past the keys handed out (\(state.lastKeys[entity.keyRoot]))")
             }
             let belowOne = state.rows[entity.index].values.filter { $0.version < 1 }.count
             if belowOne > 0 { problems.append("\(entity.name): \(belowOne) rows with a version below 1") }
@@ -124,13 +124,16 @@ package final class DictionaryStore: PersistentStore, @unchecked Sendable {
                 let relationship = entity.relationships[r]
                 let destination = model.schema[relationship.destinationIndex]
                 let missing = state.rows[entity.index].values.filter { row in
-                    row.foreignKeys[position].map { state.rows[destination.index][$0] == nil } ?? false
+                    row.foreignKeys[position].map { key in !([destination.index] + destination.kinds).contains { state.rows[$0][key] != nil } } ?? false
                 }.count
                 if missing > 0 { problems.append("\(entity.name).\(relationship.name): \(missing) links to missing \(destination.name) objects") }
             }
             for relationship in entity.relationships {
                 guard case let .joinTable(table, isFirstSide) = relationship.storage else { continue }
-                let orphans = (state.links[table] ?? []).filter { state.rows[entity.index][isFirstSide ? $0.a : $0.b] == nil }.count
+                let owners = model.linkOwner(of: entity, relationship)
+                let orphans = (state.links[table] ?? []).filter { link in
+                    !([owners.index] + owners.kinds).contains { state.rows[$0][isFirstSide ? link.a : link.b] != nil }
+                }.count
                 if orphans > 0 { problems.append("\(entity.name).\(relationship.name): \(orphans) join rows for missing \(entity.name) objects") }
             }
         }

@@ -182,7 +182,7 @@ extension ManagedObjectContext {
     /// is of another entity, not saved or missing.
     private func batchDestination(_ id: ManagedObjectID, of owner: ManagedObject, _ relationship: RelationshipDescription,
                                   refused: inout [ValidationError]) -> ManagedObject? {
-        guard coordinator.isValid(id), id.entityName == relationship.destination else {
+        guard coordinator.isValid(id), coordinator.model.isKind(named: id.entityName, of: relationship.destination) else {
             refused.append(.wrongEntity(of: owner.objectID, relationship.name, target: id, expected: relationship.destination))
             return nil
         }

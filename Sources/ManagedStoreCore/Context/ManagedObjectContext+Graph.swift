@@ -40,8 +40,9 @@ extension ManagedObjectContext {
             }
         } else if let pk = object.objectID.primaryKey, !object.isInaccessible {
             do {
-                let keys = try readStore { session in try session.destinationKeys(of: entity, relationship: r, key: pk) }
-                stored = keys.map { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0)) }
+                stored = try readStore { session in
+                    try coordinator.destinationIDs.ids(session.destinationKeys(of: entity, relationship: r, key: pk), of: destination, session: session)
+                }
             } catch {
                 preconditionFailure("ManagedStore could not read \(object.objectID).\(entity.relationships[r].name): \(error)")
             }
@@ -73,8 +74,8 @@ extension ManagedObjectContext {
         guard let inverse = relationship.inverseIndex else {
             // One-way: deleting a destination takes it out, as nullify would; nothing else
             // changes it from the other side.
-            for other in deletedList where other.entity.index == relationship.destinationIndex { result.remove(other.objectID) }
-            for other in discardedInsertList where other.entity.index == relationship.destinationIndex { result.remove(other.objectID) }
+            for other in deletedList where coordinator.model.isKind(other.entity.index, of: relationship.destinationIndex) { result.remove(other.objectID) }
+            for other in discardedInsertList where coordinator.model.isKind(other.entity.index, of: relationship.destinationIndex) { result.remove(other.objectID) }
             return result
         }
         // A deleted destination leaves the relationship only if its own delete rule towards
@@ -84,7 +85,7 @@ extension ManagedObjectContext {
         let deletionUnlinks = [.nullify, .cascade].contains(coordinator.model.schema[relationship.destinationIndex]
             .relationships[inverse].description.deleteRule)
         for list in [insertedList, updatedList, touchedList, deletedList] {
-            for other in list where other.entity.index == relationship.destinationIndex && !other.isFault {
+            for other in list where coordinator.model.isKind(other.entity.index, of: relationship.destinationIndex) && !other.isFault {
                 if other.isDeleted && deletionUnlinks {
                     result.remove(other.objectID)
                     continue
@@ -113,7 +114,7 @@ extension ManagedObjectContext {
         let relationship = owner.entity.relationships[r]
         precondition(object.context === self && !object.isDetached,
                      "\(owner.entity.name).\(relationship.name): \(object.objectID) belongs to another context; use object(with:) on its ID")
-        precondition(object.entity.index == relationship.destinationIndex,
+        precondition(coordinator.model.isKind(object.entity.index, of: relationship.destinationIndex),
                      "\(owner.entity.name).\(relationship.name) holds \(relationship.description.destination) objects, not \(object.entity.name)")
         precondition(!object.isDeleted, "\(owner.entity.name).\(relationship.name): \(object.objectID) is deleted")
     }

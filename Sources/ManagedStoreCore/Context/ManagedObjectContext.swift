@@ -440,11 +440,24 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         var relationships = [RelationshipState](repeating: .unloaded, count: entity.relationships.count)
         for (position, r) in entity.foreignKeyRelationships.enumerated() {
             let destination = coordinator.model.schema[entity.relationships[r].destinationIndex]
-            relationships[r] = .toOne(row.foreignKeys[position].map {
-                ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
+            relationships[r] = .toOne(row.foreignKeys[position].map { key in
+                if destination.isSingleKind {
+                    return ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent(key))
+                }
+                return destinationID(key, of: destination)
             })
         }
         fill(object, version: row.version, attributes: row.attributes, relationships: relationships)
+    }
+
+    /// The ID of the object `key` names among the kinds of `destination` (a parent entity),
+    /// read from the store as this context reads it.
+    private func destinationID(_ key: Int64, of destination: Entity) -> ManagedObjectID {
+        do {
+            return try readStore { session in try coordinator.destinationIDs.ids([key], of: destination, session: session)[0] }
+        } catch {
+            preconditionFailure("ManagedStore could not read which kind of \(destination.name) key \(key) names: \(error)")
+        }
     }
 
     /// Turns a fault into an object with these values, read at `version`, as its committed state.

@@ -8,6 +8,8 @@ public final class PersistentStoreCoordinator: Sendable {
     public var storeDescription: StoreDescription { store.storeDescription }
     /// The UUID recorded in the store when it was created; part of every object ID.
     public let storeIdentifier: UUID
+    /// Names stored destination keys by their own entities.
+    package var destinationIDs: DestinationIDs { DestinationIDs(model: model, storeIdentifier: storeIdentifier) }
     /// What opening the store changed in it: a file format upgrade, a migration from the model
     /// it was made with. Empty when it matched (or was created).
     public var appliedMigration: MigrationPlan { store.appliedMigration }

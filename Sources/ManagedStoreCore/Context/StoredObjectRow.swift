@@ -9,6 +9,8 @@ public struct StoredObjectRow: ~Copyable {
     let source: any StoredRowSource
     let entity: Entity
     let coordinator: PersistentStoreCoordinator
+    /// The read the row is lent from: where the kind of a parent entity's destination is read.
+    let session: any StoreReadSession
 
     /// The row's version: 1 when inserted, one more on every saved change (`ManagedObject.version`).
     public var version: Int64 { source.version }
@@ -26,22 +28,31 @@ public struct StoredObjectRow: ~Copyable {
     /// or nil when it has none.
     public func destination(ofToOneAt index: Int) throws -> ManagedObjectID? {
         precondition(!entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-many")
-        if let stored = source.storedForeignKey(ofRelationship: index) { return stored.map { destinationID(index, $0) } }
+        if let stored = source.storedForeignKey(ofRelationship: index) { return try stored.map { try destinationID(index, $0) } }
         // The other side holds the key (a one-to-one whose inverse owns it).
-        var found: ManagedObjectID?
-        try source.forEachDestinationKey(ofRelationship: index) { found = destinationID(index, $0) }
-        return found
+        var found: Int64?
+        try source.forEachDestinationKey(ofRelationship: index) { found = $0 }
+        return try found.map { try destinationID(index, $0) }
     }
 
     /// Calls `body` with each destination of the to-many relationship at `index`, in key order
     /// (an ordered relationship: in its order).
     public func forEachDestination(ofToManyAt index: Int, _ body: (ManagedObjectID) throws -> Void) throws {
         precondition(entity.relationships[index].isToMany, "\(entity.name).\(entity.relationships[index].name) is to-one")
+        let destination = coordinator.model.schema[entity.relationships[index].destinationIndex]
+        guard destination.isSingleKind else {
+            // Keys first, then their kinds in one read, then the IDs in the stored order.
+            var keys: [Int64] = []
+            try source.forEachDestinationKey(ofRelationship: index) { keys.append($0) }
+            for id in try coordinator.destinationIDs.ids(keys, of: destination, session: session) { try body(id) }
+            return
+        }
         try source.forEachDestinationKey(ofRelationship: index) { try body(destinationID(index, $0)) }
     }
 
-    private func destinationID(_ index: Int, _ pk: Int64) -> ManagedObjectID {
+    private func destinationID(_ index: Int, _ pk: Int64) throws -> ManagedObjectID {
         let destination = coordinator.model.schema[entity.relationships[index].destinationIndex]
+        guard destination.isSingleKind else { return try coordinator.destinationIDs.ids([pk], of: destination, session: session)[0] }
         return ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent(pk))
     }
 }
@@ -75,7 +86,7 @@ extension ManagedObjectContext {
         let entity = coordinator.model.schema[index]
         try readStore { session in
             try session.visitRow(of: entity, key: pk) { source in
-                try body(StoredObjectRow(objectID: id, source: source, entity: entity, coordinator: coordinator))
+                try body(StoredObjectRow(objectID: id, source: source, entity: entity, coordinator: coordinator, session: session))
             }
         }
     }

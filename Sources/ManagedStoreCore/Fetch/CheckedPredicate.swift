@@ -413,6 +413,13 @@ struct PredicateChecker {
         }
     }
 
+    /// Whether `id` names an object a relationship to `destination` can hold: one of that
+    /// entity or of an entity below it.
+    private func isKind(_ id: ManagedObjectID, of destination: Entity) -> Bool {
+        guard let index = model.entityIndexByName[id.entityName] else { return false }
+        return model.isKind(index, of: destination.index)
+    }
+
     /// Converts a constant to the representation of the attribute or relationship it meets.
     private func convert(_ value: PredicateValue, to type: OperandType, keyPath: String, op: ComparisonOperator) throws(FetchError) -> PredicateValue {
         func incompatible(_ what: String) -> FetchError { .incompatibleTypes(keyPath: keyPath, detail: what) }
@@ -423,13 +430,13 @@ struct PredicateChecker {
             switch value {
             case .attribute(.null): return value
             case .object(let id):
-                guard id.entityName == destination.name, id.storeIdentifier == storeIdentifier else {
+                guard isKind(id, of: destination), id.storeIdentifier == storeIdentifier else {
                     throw incompatible("\(id) is not a \(destination.name) of this store")
                 }
                 return value
             case .attribute(.string(let text)):
                 // The API's form of an object ID: "Project/7".
-                guard let id = ManagedObjectID(description: text, storeIdentifier: storeIdentifier), id.entityName == destination.name else {
+                guard let id = ManagedObjectID(description: text, storeIdentifier: storeIdentifier), isKind(id, of: destination) else {
                     throw incompatible("\"\(text)\" is not a \(destination.name) ID such as \"\(destination.name)/7\"")
                 }
                 return .object(id)

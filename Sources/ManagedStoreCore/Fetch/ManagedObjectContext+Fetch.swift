@@ -79,19 +79,17 @@ extension ManagedObjectContext {
                 continue
             }
             let destination = coordinator.model.schema[relationship.destinationIndex]
-            let keys: [Int64: [Int64]]
+            let destinations: [Int64: [ManagedObjectID]]
             do {
-                keys = try readStore { session in
-                    try session.destinationKeys(of: entity, relationship: r, owners: owners.compactMap(\.objectID.primaryKey))
+                destinations = try readStore { session in
+                    let keys = try session.destinationKeys(of: entity, relationship: r, owners: owners.compactMap(\.objectID.primaryKey))
+                    return try coordinator.destinationIDs.ids(keys, of: destination, session: session)
                 }
             } catch {
                 throw .store(StoreError(wrapping: error))
             }
             for owner in owners {
-                let ids = (keys[owner.objectID.primaryKey!] ?? []).map {
-                    ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination.name, key: .permanent($0))
-                }
-                setLoadedRelationship(of: owner, r, stored: ids)
+                setLoadedRelationship(of: owner, r, stored: destinations[owner.objectID.primaryKey!] ?? [])
             }
         }
     }

@@ -25,12 +25,12 @@ extension ManagedObjectContext {
         var relationships: [Set<ManagedObjectID>] = []
         var orders: [Int: [ManagedObjectID]] = [:]
         for (r, relationship) in entity.relationships.enumerated() {
-            let destination = coordinator.model.schema[relationship.destinationIndex].name
-            func id(_ key: Int64) -> ManagedObjectID { ManagedObjectID(storeIdentifier: coordinator.storeIdentifier, entityName: destination, key: .permanent(key)) }
+            let destination = coordinator.model.schema[relationship.destinationIndex]
+            let ids = coordinator.destinationIDs
             if let position = entity.foreignKeyRelationships.firstIndex(of: r) {
-                relationships.append(row.foreignKeys[position].map { [id($0)] } ?? [])
+                relationships.append(Set(try ids.ids(row.foreignKeys[position].map { [$0] } ?? [], of: destination, session: session)))
             } else {
-                let destinations = try session.destinationKeys(of: entity, relationship: r, key: pk).map(id)
+                let destinations = try ids.ids(session.destinationKeys(of: entity, relationship: r, key: pk), of: destination, session: session)
                 relationships.append(Set(destinations))
                 if relationship.isOrdered { orders[r] = destinations }
             }

@@ -29,6 +29,7 @@ package struct LightweightMigration {
         var planner = MigrationPlanner(match: ModelCorrespondence(source: source, destination: destination), data: data)
         try planner.planEntities()
         try planner.planRelationships()
+        try planner.planSharedKeys()
         if planner.steps.isEmpty { planner.steps.append(.recordModel(name: destination.name, version: destination.version)) }
         steps = planner.steps
         refusals = planner.refusals

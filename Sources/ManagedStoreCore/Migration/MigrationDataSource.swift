@@ -13,6 +13,8 @@ package protocol MigrationDataSource {
     /// made of `values`, and how many objects share them; nil when none do. Objects with no
     /// value among them never conflict (as in a unique index).
     func firstDuplicate(_ entity: Entity, _ values: [MigrationValue]) throws(StoreError) -> (values: [AttributeValue], count: Int)?
+    /// How many keys more than one of `entities` (source entities) hold.
+    func sharedKeyCount(_ entities: [Entity]) throws(StoreError) -> Int
 }
 
 /// How a value of a column is found for a uniqueness check: the stored column, the column

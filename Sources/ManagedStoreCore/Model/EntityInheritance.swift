@@ -70,6 +70,14 @@ package struct EntityHierarchyPlace: Sendable {
     /// Per uniqueness constraint (`Entity.uniquenessConstraints`): the entity that declared
     /// it. Its values must be unique across every kind of that entity.
     package let uniquenessOwners: [Int]
+    /// The root of its hierarchy: every entity of the hierarchy takes its keys from the root's
+    /// sequence, so a key names one object in the whole hierarchy (as Core Data's Z_PK does),
+    /// and a relationship to a parent entity can hold just the key.
+    package let keyRoot: Int
+    /// Every entity of its hierarchy (abstract ones too), root first, in model order: the
+    /// sequences a key allocation takes the largest of, since stores made before keys were
+    /// shared kept one per entity.
+    package let keySharers: [Int]
 
     static func places(of entities: [EntityDescription], inheritance: EntityInheritance) -> [EntityHierarchyPlace] {
         entities.indices.map { i in
@@ -81,7 +89,10 @@ package struct EntityHierarchyPlace: Sendable {
             for declaring in inheritance.ancestors[i] + [i] {
                 owners += Array(repeating: declaring, count: entities[declaring].uniquenessConstraints.count)
             }
-            return EntityHierarchyPlace(parent: parent, kinds: kinds, uniquenessOwners: owners)
+            let root = inheritance.ancestors[i].first ?? i
+            let sharers = entities.indices.filter { (inheritance.ancestors[$0].first ?? $0) == root }
+            return EntityHierarchyPlace(parent: parent, kinds: kinds, uniquenessOwners: owners,
+                                        keyRoot: root, keySharers: sharers)
         }
     }
 }

@@ -49,16 +49,24 @@ public final class ManagedObjectModel: Sendable {
                 }
                 let inverseIndex = destination.relationships.firstIndex { $0.name == inverseName }!  // checked
                 let inverse = destination.relationships[inverseIndex]
+                // Named after the entity that declares it, so that a sub-entity shares its
+                // parent's links (one list for every kind, as the inverse sees them).
+                let declaring = inheritance.ancestors[index].first { entities[$0].relationship(named: rel.name) != nil }
+                    .map { entities[$0].name } ?? entity.name
                 return Relationship(index: r, description: rel, destinationIndex: destinationIndex,
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
-                                    storage: Self.storage(entity: entity.name, rel, inverse: inverse))
+                                    storage: Self.storage(entity: declaring, rel, inverse: inverse))
             }
             return Entity(index: index, description: entity, relationships: relationships, place: places[index])
         }
         var holders = [[(entity: Int, relationship: Int)]](repeating: [], count: entities.count)
         for holder in schema {
             for relationship in holder.relationships where relationship.inverseIndex == nil {
-                holders[relationship.destinationIndex].append((holder.index, relationship.index))
+                // An object of any kind of the destination can be held (a parent's kinds too).
+                let destination = schema[relationship.destinationIndex]
+                for kind in [destination.index] + destination.kinds.filter({ $0 != destination.index }) {
+                    holders[kind].append((holder.index, relationship.index))
+                }
             }
         }
         self.oneWayHolders = holders
@@ -240,11 +248,6 @@ struct ModelChecker {
                 continue
             }
             problems += countProblems(rel).map { ModelProblem(entity: entity.name, property: rel.name, message: $0) }
-            let subentities = entities.filter { $0.parent == destination.name }.map(\.name)
-            if !subentities.isEmpty {
-                problem(rel.name, "its destination \(destination.name) has sub-entities (\(subentities.joined(separator: ", "))): "
-                        + "a relationship to a parent entity is not supported yet; point it at one concrete entity")
-            }
             guard let inverseName = rel.inverse else {
                 if rel.isToMany && !rel.isOptional {
                     problem(rel.name, "a to-many relationship cannot be non-optional: give it a minCount of 1 instead")

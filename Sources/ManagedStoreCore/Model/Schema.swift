@@ -116,6 +116,10 @@ package final class Entity: Sendable {
     /// Per uniqueness constraint: the entity that declared it, across whose kinds its values
     /// must be unique (this entity, or an ancestor for an inherited constraint).
     package let uniquenessOwners: [Int]
+    /// The root of its hierarchy, whose key sequence it allocates from (`EntityHierarchyPlace`).
+    package let keyRoot: Int
+    /// Every entity sharing its key sequence, root first: just itself outside a hierarchy.
+    package let keySharers: [Int]
     init(index: Int, description: EntityDescription, relationships: [Relationship], place: EntityHierarchyPlace) {
         self.index = index
         self.parentIndex = place.parent
@@ -123,6 +127,8 @@ package final class Entity: Sendable {
         self.kinds = place.kinds
         self.isSingleKind = place.kinds == [index]
         self.uniquenessOwners = place.uniquenessOwners
+        self.keyRoot = place.keyRoot
+        self.keySharers = place.keySharers
         self.name = description.name
         self.attributes = description.attributes
         self.relationships = relationships

@@ -24,8 +24,12 @@ package enum HistoryCoding {
     /// Values before a change as a JSON object, written into `writer`: attributes in their JSON
     /// form, relationships as `{"+": [keys], "-": [keys]}`. Its member names, in order, are the
     /// properties the change touched.
-    package static func writePrevious(_ values: [(name: String, value: HistoryDraft.Previous)], key: (ManagedObjectID) -> Int64?,
-                              into writer: inout JSONWriter) {
+    ///
+    /// A destination is its key when it is of the relationship's destination entity, else
+    /// `"Entity/key"`: a relationship to a parent entity holds objects of several kinds, and
+    /// the history must still name them once they are gone.
+    package static func writePrevious(_ values: [(name: String, value: HistoryDraft.Previous)], of entity: Entity, model: ManagedObjectModel,
+                                      key: (ManagedObjectID) -> Int64?, into writer: inout JSONWriter) {
         writer.bytes.append(UInt8(ascii: "{"))
         for (i, (name, value)) in values.enumerated() {
             if i > 0 { writer.bytes.append(UInt8(ascii: ",")) }
@@ -35,24 +39,25 @@ package enum HistoryCoding {
             case .attribute(let attribute):
                 writer.write(attribute)
             case let .destinations(added, removed):
+                let destination = entity.relationshipIndex(name).map { model.schema[entity.relationships[$0].destinationIndex].name }
                 writer.writeRaw("{\"+\":")
-                writeKeys(added, key: key, into: &writer)
+                writeKeys(added, destination: destination, key: key, into: &writer)
                 writer.writeRaw(",\"-\":")
-                writeKeys(removed, key: key, into: &writer)
+                writeKeys(removed, destination: destination, key: key, into: &writer)
                 writer.bytes.append(UInt8(ascii: "}"))
             }
         }
         writer.bytes.append(UInt8(ascii: "}"))
     }
 
-    private static func writeKeys(_ ids: [ManagedObjectID], key: (ManagedObjectID) -> Int64?, into writer: inout JSONWriter) {
+    private static func writeKeys(_ ids: [ManagedObjectID], destination: String?, key: (ManagedObjectID) -> Int64?, into writer: inout JSONWriter) {
         writer.bytes.append(UInt8(ascii: "["))
         var first = true
         for id in ids {
             guard let k = key(id) else { continue }
             if !first { writer.bytes.append(UInt8(ascii: ",")) }
             first = false
-            writer.writeInteger(k)
+            if id.entityName == destination { writer.writeInteger(k) } else { writer.writeString("\(id.entityName)/\(k)") }
         }
         writer.bytes.append(UInt8(ascii: "]"))
     }
@@ -69,8 +74,14 @@ package enum HistoryCoding {
             case .relationship(let r)?:
                 let destination = model.schema[entity.relationships[r].destinationIndex].name
                 func ids(_ key: String) -> [ManagedObjectID] {
-                    (value[key]?.arrayValue ?? []).compactMap(\.int64Value).map {
-                        ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination, key: .permanent($0))
+                    (value[key]?.arrayValue ?? []).compactMap { element in
+                        if let key = element.int64Value {
+                            return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: destination, key: .permanent(key))
+                        }
+                        // A destination of another kind than the relationship's (`writePrevious`).
+                        guard let text = element.stringValue, let slash = text.lastIndex(of: "/"),
+                              let key = Int64(text[text.index(after: slash)...]) else { return nil }
+                        return ManagedObjectID(storeIdentifier: storeIdentifier, entityName: String(text[..<slash]), key: .permanent(key))
                     }
                 }
                 result[name] = .destinations(added: ids("+"), removed: ids("-"))

@@ -102,6 +102,9 @@ enum PGValues {
         "{" + keys.map(String.init).joined(separator: ",") + "}"
     }
 
+    /// Model names (letters, digits and '_', `ManagedObjectModel.nameProblem`) as a `text[]` literal.
+    static func textArray(_ names: [String]) -> String { "{" + names.joined(separator: ",") + "}" }
+
     /// `name` as a quoted identifier.
     static func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
 }

@@ -14,13 +14,18 @@ struct PGMigrationData: MigrationDataSource {
         try count("SELECT count(*) FROM \(PGValues.quote(entity.name)) WHERE \(PGValues.quote(column)) IS NULL")
     }
 
+    func sharedKeyCount(_ entities: [Entity]) throws(StoreError) -> Int {
+        let keys = entities.map { "SELECT _pk FROM \(PGValues.quote($0.name))" }.joined(separator: " UNION ALL ")
+        return try count("SELECT count(*) FROM (SELECT _pk FROM (\(keys)) AS k GROUP BY _pk HAVING count(*) > 1) AS shared")
+    }
+
     func missingLinkCount(_ entity: Entity, _ relationship: Relationship, model: ManagedObjectModel) throws(StoreError) -> Int {
         let table = PGValues.quote(entity.name)
         switch relationship.storage {
         case .foreignKey:
             return try count("SELECT count(*) FROM \(table) WHERE \(PGValues.quote(relationship.name)) IS NULL")
         case .inverseForeignKey:
-            let destination = PGValues.quote(model.schema[relationship.destinationIndex].name)
+            let destination = PGSchema(model: model).tables[relationship.destinationIndex].kindsSource
             return try count("SELECT count(*) FROM \(table) AS t WHERE NOT EXISTS "
                              + "(SELECT 1 FROM \(destination) AS d WHERE d.\(PGValues.quote(relationship.destinationKeyName)) = t._pk)")
         case .joinTable:

@@ -137,7 +137,7 @@ struct PGFetchSQL {
                   case let .attribute(entity, index) = keyPath.terminal, tables.indices.contains(entity) else { return nil }
             let destination = tables[entity]
             return (.attribute("d." + destination.attributeColumns[index], destination.entity.attributes[index].type),
-                    Hop(table: destination.table, foreignKey: table.table + "." + table.foreignKeyColumns[position]))
+                    Hop(table: destination.kindsSource, foreignKey: table.table + "." + table.foreignKeyColumns[position]))
         }
 
         /// Keyset pagination: rows strictly after `cursor` in the order of `sorts`, then the key.

@@ -143,7 +143,7 @@ extension PGSession {
             }
             names.bytes.append(UInt8(ascii: "]"))
             var previous = JSONWriter(reservingCapacity: 128)
-            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, key: key, into: &previous) }
+            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, of: entry.entity, model: model, key: key, into: &previous) }
             try connection.execute("""
                 INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties, previous)
                 VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -62,9 +62,9 @@ final class PGSession: StoreWriteSession {
             let column = PGValues.quote(relationship.name)
             return "SELECT _pk, \(column) FROM \(schema[entity].table) WHERE _pk = ANY($1::bigint[]) AND \(column) IS NOT NULL"
         case .inverseForeignKey:
-            let destination = schema.tables[relationship.destinationIndex].table
+            let destination = schema.tables[relationship.destinationIndex].kindsSource
             let column = PGValues.quote(relationship.destinationKeyName)
-            return "SELECT \(column), _pk FROM \(destination) WHERE \(column) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: "_pk"))"
+            return "SELECT \(column), _pk FROM \(destination) AS d WHERE \(column) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: "_pk"))"
         case let .joinTable(table, isFirstSide):
             let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
             return "SELECT \(mine), \(other) FROM \(PGValues.quote(table)) WHERE \(mine) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: other))"
@@ -254,9 +254,17 @@ final class PGSession: StoreWriteSession {
 
     // MARK: Keys
 
+    /// Keys come from the counter of the entity's hierarchy root (`Entity.keyRoot`), past every
+    /// counter of its hierarchy: stores made before keys were shared kept one per entity, and
+    /// only the root's moves now, so the others are read as they stand.
     func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64 {
-        let result = try connection.execute("UPDATE _managedstore_keys SET last = last + $2 WHERE entity = $1 RETURNING last",
-                                            [entity.name, String(count)])
+        let root = model.schema[entity.keyRoot].name
+        let sharers = entity.keySharers.map { model.schema[$0].name }
+        let result = try connection.execute(entity.keySharers.count == 1
+            ? "UPDATE _managedstore_keys SET last = last + $2 WHERE entity = $1 RETURNING last"
+            : "UPDATE _managedstore_keys SET last = GREATEST(last, (SELECT max(k.last) FROM _managedstore_keys AS k "
+                + "WHERE k.entity = ANY($3::text[]))) + $2 WHERE entity = $1 RETURNING last",
+            entity.keySharers.count == 1 ? [root, String(count)] : [root, String(count), PGValues.textArray(sharers)])
         guard let last = result.int64(0, 0) else {
             throw .engine(code: -1, message: "no key counter for entity \(entity.name)", sql: nil)
         }

@@ -16,6 +16,10 @@ struct PGSchema {
         let selectColumns: String
         let attributeColumns: [String]
         let foreignKeyColumns: [String]
+        /// The rows of every kind of the entity (`Entity.kinds`) under its columns: where a
+        /// relationship to it (a parent entity, perhaps) finds its destinations. Just `table`
+        /// for an entity without sub-entities.
+        var kindsSource: String
 
         /// The row at `row` of a result that selected `selectColumns` from column `offset` on.
         func storedRow(_ result: PGResult, _ row: Int, from offset: Int = 0) -> (key: Int64, row: StoredRow) {
@@ -42,8 +46,20 @@ struct PGSchema {
             let foreignKeyColumns = entity.foreignKeyRelationships.map { PGValues.quote(entity.relationships[$0].name) }
             return EntityTable(entity: entity, table: PGValues.quote(entity.name),
                                selectColumns: (["_pk", "_version"] + attributeColumns + foreignKeyColumns).joined(separator: ", "),
-                               attributeColumns: attributeColumns, foreignKeyColumns: foreignKeyColumns)
+                               attributeColumns: attributeColumns, foreignKeyColumns: foreignKeyColumns,
+                               kindsSource: entity.isSingleKind ? PGValues.quote(entity.name) : Self.union(of: entity, model: model))
         }
+    }
+
+    /// `entity`'s columns read from each of its concrete kinds' tables, which hold them under
+    /// the same names (a sub-entity's table starts with what it inherits), stacked.
+    private static func union(of entity: Entity, model: ManagedObjectModel) -> String {
+        var columns = ["_pk", "_version"] + entity.attributes.map { PGValues.quote($0.name) }
+        columns += entity.foreignKeyRelationships.map { PGValues.quote(entity.relationships[$0].name) }
+        columns += entity.positionedKeys.map { PGValues.quote(Relationship.positionName(ofKey: entity.relationships[$0].name)) }
+        let list = columns.joined(separator: ", ")
+        let kinds = entity.kinds.isEmpty ? [entity.index] : entity.kinds
+        return "(" + kinds.map { "SELECT \(list) FROM \(PGValues.quote(model.schema[$0].name))" }.joined(separator: " UNION ALL ") + ")"
     }
 
     subscript(entity: Entity) -> EntityTable { tables[entity.index] }

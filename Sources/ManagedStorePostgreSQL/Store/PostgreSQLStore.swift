@@ -191,9 +191,9 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             for table in schema.tables {
                 let entity = table.entity
                 let keys = try connection.execute("""
-                    SELECT (SELECT max(_pk) FROM \(table.table)), last, (SELECT count(*) FROM \(table.table) WHERE _version < 1)
-                    FROM _managedstore_keys WHERE entity = $1
-                    """, [entity.name])
+                    SELECT (SELECT max(_pk) FROM \(table.table)), (SELECT max(last) FROM _managedstore_keys WHERE entity = ANY($1::text[])),
+                           (SELECT count(*) FROM \(table.table) WHERE _version < 1)
+                    """, [PGValues.textArray(entity.keySharers.map { model.schema[$0].name })])
                 if let highest = keys.int64(0, 0), let last = keys.int64(0, 1), highest > last {
                     problems.append("\(entity.name): key \(highest) is past the keys handed out (\(last))")
                 }
@@ -204,15 +204,16 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
                     let column = table.foreignKeyColumns[position]
                     let missing = try connection.execute("""
                         SELECT count(*) FROM \(table.table) t WHERE t.\(column) IS NOT NULL
-                        AND NOT EXISTS (SELECT 1 FROM \(destination.table) d WHERE d._pk = t.\(column))
+                        AND NOT EXISTS (SELECT 1 FROM \(destination.kindsSource) d WHERE d._pk = t.\(column))
                         """).int64(0, 0) ?? 0
                     if missing > 0 { problems.append("\(entity.name).\(relationship.name): \(missing) links to missing \(destination.entity.name) objects") }
                 }
                 for relationship in entity.relationships {
                     guard case let .joinTable(link, isFirstSide) = relationship.storage else { continue }
                     let side = isFirstSide ? "a" : "b"
+                    let owners = schema.tables[model.linkOwner(of: entity, relationship).index].kindsSource
                     let orphans = try connection.execute("""
-                        SELECT count(*) FROM \(PGValues.quote(link)) l WHERE NOT EXISTS (SELECT 1 FROM \(table.table) e WHERE e._pk = l.\(side))
+                        SELECT count(*) FROM \(PGValues.quote(link)) l WHERE NOT EXISTS (SELECT 1 FROM \(owners) e WHERE e._pk = l.\(side))
                         """).int64(0, 0) ?? 0
                     if orphans > 0 { problems.append("\(entity.name).\(relationship.name): \(orphans) join rows for missing \(entity.name) objects") }
                 }

@@ -238,20 +238,26 @@ extension PGSession {
                 members.append(key)
                 places.append(Int64(place))
             }
-            let sql: String
+            let statements: [String]
             switch relationship.storage {
             case .inverseForeignKey:
-                let destination = schema.tables[relationship.destinationIndex].table
-                sql = "UPDATE \(destination) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
-                    + "WHERE t._pk = o.member AND t.\(PGValues.quote(relationship.destinationKeyName)) = $3"
+                // Members of a parent entity's kinds are in their own tables; each takes the rows it has.
+                let destination = model.schema[relationship.destinationIndex]
+                let kinds = destination.isSingleKind ? [destination.index] : destination.kinds
+                statements = kinds.map {
+                    "UPDATE \(schema.tables[$0].table) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
+                        + "WHERE t._pk = o.member AND t.\(PGValues.quote(relationship.destinationKeyName)) = $3"
+                }
             case let .joinTable(table, isFirstSide):
                 let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
-                sql = "UPDATE \(PGValues.quote(table)) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
-                    + "WHERE t.\(other) = o.member AND t.\(mine) = $3"
+                statements = ["UPDATE \(PGValues.quote(table)) AS t SET \(position) = o.place FROM unnest($1::bigint[], $2::bigint[]) AS o(member, place) "
+                    + "WHERE t.\(other) = o.member AND t.\(mine) = $3"]
             case .foreignKey:
                 continue
             }
-            try connection.execute(sql, [PGValues.keyArray(members), PGValues.keyArray(places), String(owner)])
+            for sql in statements {
+                try connection.execute(sql, [PGValues.keyArray(members), PGValues.keyArray(places), String(owner)])
+            }
         }
     }
 }

@@ -13,12 +13,17 @@ struct SQLiteMigrationData: MigrationDataSource {
         Int(try connection.scalarInt("SELECT count(*) FROM \(entity.table) WHERE \(quoteIdentifier(column)) IS NULL") ?? 0)
     }
 
+    func sharedKeyCount(_ entities: [Entity]) throws(StoreError) -> Int {
+        let keys = entities.map { "SELECT \"_pk\" FROM \($0.table)" }.joined(separator: " UNION ALL ")
+        return Int(try connection.scalarInt("SELECT count(*) FROM (SELECT \"_pk\" FROM (\(keys)) GROUP BY \"_pk\" HAVING count(*) > 1)") ?? 0)
+    }
+
     func missingLinkCount(_ entity: Entity, _ relationship: Relationship, model: ManagedObjectModel) throws(StoreError) -> Int {
         switch relationship.sql {
         case .foreignKey(let column):
             return Int(try connection.scalarInt("SELECT count(*) FROM \(entity.table) WHERE \(column) IS NULL") ?? 0)
         case .inverseForeignKey(let column):
-            let destination = model.schema[relationship.destinationIndex].table
+            let destination = model.schema[relationship.destinationIndex].kindsSource(model)
             return Int(try connection.scalarInt("SELECT count(*) FROM \(entity.table) AS t WHERE NOT EXISTS "
                                                 + "(SELECT 1 FROM \(destination) AS d WHERE d.\(column) = t.\"_pk\")") ?? 0)
         case .joinTable:

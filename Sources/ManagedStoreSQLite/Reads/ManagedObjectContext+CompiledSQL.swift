@@ -15,7 +15,7 @@ extension ManagedObjectContext {
         let prepared = try prepare(request)
         try prepared.refuseAcrossKinds("compiled SQL")
         var query = SQLQueryBuilder(model: coordinator.model, root: prepared.entity, tables: SQLiteSchema(coordinator.model))
-        let sql = SQLiteFetch.selectSQL(prepared, columns: EntityTable(prepared.entity).rowColumnsSQL, query: &query,
+        let sql = SQLiteFetch.selectSQL(prepared, columns: EntityTable(prepared.entity, model: coordinator.model).rowColumnsSQL, query: &query,
                                         limit: request.fetchLimit, offset: request.fetchOffset)
         return (sql, query.bindings)
     }

@@ -70,9 +70,9 @@ struct SQLQueryBuilder {
         let alias = newAlias("j")
         switch relationship.sql {
         case .foreignKey(let column):
-            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].name) AS \(alias) ON \(alias).\"_pk\" = \(base).\(column)")
+            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].kindsSource) AS \(alias) ON \(alias).\"_pk\" = \(base).\(column)")
         case .inverseForeignKey(let column):
-            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].name) AS \(alias) ON \(alias).\(column) = \(base).\"_pk\"")
+            scopes[scopes.count - 1].joins.append("LEFT JOIN \(tables[destination].kindsSource) AS \(alias) ON \(alias).\(column) = \(base).\"_pk\"")
         case .joinTable:
             preconditionFailure("a to-one relationship is never stored in a join table")
         }
@@ -95,7 +95,7 @@ struct SQLQueryBuilder {
                 return "\(alias).\(column)"
             case .inverseForeignKey(let column):
                 let destination = model.schema[relationship.destinationIndex]
-                return "(SELECT d.\"_pk\" FROM \(tables[destination].name) AS d WHERE d.\(column) = \(alias).\"_pk\" ORDER BY d.\"_pk\" LIMIT 1)"
+                return "(SELECT d.\"_pk\" FROM \(tables[destination].kindsSource) AS d WHERE d.\(column) = \(alias).\"_pk\" ORDER BY d.\"_pk\" LIMIT 1)"
             case .joinTable:
                 preconditionFailure("a to-one relationship is never stored in a join table")
             }
@@ -119,10 +119,10 @@ struct SQLQueryBuilder {
         let destination = model.schema[relationship.destinationIndex]
         switch relationship.sql {
         case .inverseForeignKey(let column):
-            return ("\(tables[destination].name) AS \(alias)", "\(alias).\(column) = \(base).\"_pk\"")
+            return ("\(tables[destination].kindsSource) AS \(alias)", "\(alias).\(column) = \(base).\"_pk\"")
         case let .joinTable(table, ownColumn, otherColumn):
             let link = newAlias("l")
-            return ("\(table) AS \(link) JOIN \(tables[destination].name) AS \(alias) ON \(alias).\"_pk\" = \(link).\(otherColumn)",
+            return ("\(table) AS \(link) JOIN \(tables[destination].kindsSource) AS \(alias) ON \(alias).\"_pk\" = \(link).\(otherColumn)",
                     "\(link).\(ownColumn) = \(base).\"_pk\"")
         case .foreignKey:
             preconditionFailure("a to-many relationship never stores a foreign key in its own row")

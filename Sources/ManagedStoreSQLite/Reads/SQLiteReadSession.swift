@@ -48,7 +48,7 @@ extension SQLiteConnection: StoreReadSession {
             let sql: String
             switch relationship.sql {
             case .inverseForeignKey(let column):
-                sql = "SELECT \(column), \"_pk\" FROM \(destination.table) WHERE \(column) IN (\(list)) ORDER BY \(relationship.orderSQL(then: "\"_pk\""))"
+                sql = "SELECT \(column), \"_pk\" FROM \(schema[destination].kindsSource) WHERE \(column) IN (\(list)) ORDER BY \(relationship.orderSQL(then: "\"_pk\""))"
             case let .joinTable(table, ownColumn, otherColumn):
                 sql = "SELECT \(ownColumn), \(otherColumn) FROM \(table) WHERE \(ownColumn) IN (\(list)) ORDER BY \(relationship.orderSQL(then: otherColumn))"
             case .foreignKey:
@@ -112,9 +112,10 @@ extension SQLiteConnection: StoreReadSession {
         let sql = SQLiteFetch.selectSQL(fetch.prepared, columns: columns, query: &query, limit: fetch.limit, offset: fetch.offset)
         let model = self.model!, store = storeIdentifier!
         let types = keyPaths.map { $0.valueType(model) }
-        return try SQLiteFetch(self, fetch).run(sql, query.bindings) { statement in
+        let values = try SQLiteFetch(self, fetch).run(sql, query.bindings) { statement in
             types.enumerated().map { i, type in statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store) }
         }
+        do { return try DestinationIDs(model: model, storeIdentifier: store).namingKinds(values, session: self) } catch { throw .store(error) }
     }
 
     /// The keys `fetch` matches with their sort values: a page and the cursor after it.
@@ -141,11 +142,12 @@ extension SQLiteConnection: StoreReadSession {
         let types = aggregate.columns.map(\.type)
         let fetch = StoreFetch(aggregate.fetch, limit: 0, offset: 0, tuning: FetchTuning(), onWriter: false)
         do throws(FetchError) {
-            return try SQLiteFetch(self, fetch).run(sql, bindings) { statement in
-                AggregateGroup(names: names, values: types.enumerated().map { i, type in
-                    statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store)
-                })
+            let groups = try SQLiteFetch(self, fetch).run(sql, bindings) { statement in
+                types.enumerated().map { i, type in statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store) }
             }
+            let named: [[PropertyValue]]
+            do { named = try DestinationIDs(model: model, storeIdentifier: store).namingKinds(groups, session: self) } catch { throw FetchError.store(error) }
+            return named.map { AggregateGroup(names: names, values: $0) }
         } catch {
             // An exact sum that does not fit stops the statement with an error naming its result.
             if case let .store(.engine(_, message, _)) = error, let position = AggregateSQLFunctions.overflowedResult(in: message),

@@ -25,10 +25,15 @@ final class EntityTable: Sendable {
     /// Per relationship stored as this row's foreign key: its column in a row read by
     /// `loadRowSQL` (nil for relationships stored elsewhere).
     let foreignKeyColumn: [Int32?]
+    /// The rows of every kind of this entity (`Entity.kinds`) as one table expression with
+    /// this entity's columns: where a relationship to it (a parent, perhaps) finds its
+    /// destinations. Just `name` for an entity without sub-entities.
+    let kindsSource: String
 
-    init(_ entity: Entity) {
+    init(_ entity: Entity, model: ManagedObjectModel) {
         let table = quoteIdentifier(entity.name)
         self.name = table
+        self.kindsSource = entity.kindsSource(model)
         let relationships = entity.relationships
         let foreignKeys = entity.foreignKeyRelationships
         let columns = (["\"_pk\"", "\"_version\""] + entity.attributes.map { quoteIdentifier($0.name) }
@@ -50,7 +55,8 @@ final class EntityTable: Sendable {
             case .foreignKey(let column):
                 return PreparedSQL("SELECT \(column) FROM \(table) WHERE \"_pk\" = ? AND \(column) IS NOT NULL")
             case .inverseForeignKey(let column):
-                return PreparedSQL("SELECT \"_pk\" FROM \(quoteIdentifier(relationship.description.destination)) WHERE \(column) = ? "
+                let source = model.schema[relationship.destinationIndex].kindsSource(model)
+                return PreparedSQL("SELECT \"_pk\" FROM \(source) WHERE \(column) = ? "
                     + "ORDER BY \(relationship.orderSQL(then: "\"_pk\""))")
             case let .joinTable(joinTable, ownColumn, otherColumn):
                 return PreparedSQL("SELECT \(otherColumn) FROM \(joinTable) WHERE \(ownColumn) = ? ORDER BY \(relationship.orderSQL(then: otherColumn))")
@@ -59,11 +65,25 @@ final class EntityTable: Sendable {
     }
 }
 
+extension EntityTable {
+    /// `entity`'s columns, read from each of its kinds' tables (which hold them under the same
+    /// names: a sub-entity's table starts with what it inherits) and stacked. Abstract
+    /// entities hold no rows, so only concrete kinds are read.
+    fileprivate static func union(of entity: Entity, model: ManagedObjectModel) -> String {
+        var columns = ["\"_pk\"", "\"_version\""] + entity.attributes.map { quoteIdentifier($0.name) }
+        columns += entity.foreignKeyRelationships.map { quoteIdentifier(entity.relationships[$0].name) }
+        columns += entity.positionedKeys.map { quoteIdentifier(Relationship.positionName(ofKey: entity.relationships[$0].name)) }
+        let list = columns.joined(separator: ", ")
+        let selects = entity.kinds.map { "SELECT \(list) FROM \(quoteIdentifier(model.schema[$0].name))" }
+        return "(" + (selects.isEmpty ? "SELECT \(list) FROM \(quoteIdentifier(entity.name))" : selects.joined(separator: " UNION ALL ")) + ")"
+    }
+}
+
 /// The tables of a model's entities, by entity index: shared by every connection of a store.
 final class SQLiteSchema: Sendable {
     let tables: [EntityTable]
 
-    init(_ model: ManagedObjectModel) { tables = model.schema.map(EntityTable.init) }
+    init(_ model: ManagedObjectModel) { tables = model.schema.map { EntityTable($0, model: model) } }
 
     subscript(entity: Entity) -> EntityTable { tables[entity.index] }
 }
@@ -104,6 +124,11 @@ extension Entity {
     /// The quoted name of the entity's table (for statements built as they are needed; the
     /// statements of every read and write are the `EntityTable`'s).
     var table: String { quoteIdentifier(name) }
+
+    /// The rows of every kind of this entity under its columns (`EntityTable.kindsSource`).
+    func kindsSource(_ model: ManagedObjectModel) -> String {
+        isSingleKind ? table : EntityTable.union(of: self, model: model)
+    }
 }
 
 /// Quotes an SQL identifier. Model names are checked to be plain identifiers, so this never

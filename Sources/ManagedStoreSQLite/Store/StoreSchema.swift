@@ -11,11 +11,14 @@ enum StoreSchema {
             // ID (and its URI) never comes to name a different object after a delete.
             "CREATE TABLE \"_sequence\" (\"entity\" TEXT PRIMARY KEY, \"max\" INTEGER NOT NULL)",
         ] + historyStatements + IdempotencyTable.createStatements
+        var joinTables: Set<String> = []
         for entity in model.schema {
             statements.append(createTable(entity, named: entity.table))
             statements.append(contentsOf: createIndexes(entity))
             for relationship in entity.relationships {
                 guard case let .joinTable(table, ownColumn, _) = relationship.sql, ownColumn == "\"a\"" else { continue }
+                // A sub-entity shares the join tables of the relationships it inherits.
+                guard joinTables.insert(table).inserted else { continue }
                 let inverse = relationship.inverseIndex.map { model.schema[relationship.destinationIndex].relationships[$0] }
                 let positions = [relationship.positionName, isSelfInverse(relationship, of: entity) ? nil : inverse?.positionName].compactMap { $0 }
                 statements += [createJoinTable(named: table, positions: positions), createJoinTableIndex(table)]

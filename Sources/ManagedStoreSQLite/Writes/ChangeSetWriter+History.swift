@@ -62,7 +62,7 @@ extension ChangeSetWriter {
             // in order (`HistoryReader` reads them from there; rows of format 3 have both).
             statement.bind(nil, at: 6)
             previous.bytes.removeAll(keepingCapacity: true)
-            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, key: key, into: &previous) }
+            if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, of: entry.entity, model: model, key: key, into: &previous) }
             var name = entry.entity.name
             let stepped: Result<Void, StoreError> = name.withUTF8 { nameBytes in
                 previous.bytes.withUnsafeBufferPointer { previousBytes in

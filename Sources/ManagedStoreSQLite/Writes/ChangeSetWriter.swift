@@ -76,14 +76,23 @@ struct ChangeSetWriter {
     }
 
     /// Reserves `count` primary keys for `entity` and returns the first. Keys are never reused.
+    /// Keys come from the sequence of the entity's hierarchy root, so that a key names one
+    /// object across the hierarchy (`Entity.keyRoot`).
     static func allocatePrimaryKeys(_ connection: SQLiteConnection, entity: Entity, count: Int) throws(StoreError) -> Int64 {
-        let last = try connection.withStatement(readSequenceSQL) { s throws(StoreError) in
-            s.bindText(entity.name, at: 1)
-            return try s.step() ? s.int64(0) : nil
+        let root = connection.model.schema[entity.keyRoot]
+        func read(_ s: SQLiteStatement) throws(StoreError) -> Int64? {
+            s.bindText(root.name, at: 1)
+            return try s.step() && !s.isNull(0) ? s.int64(0) : nil
         }
-        // An UPDATE changes the row in place; the entity's first save adds it.
-        try connection.withStatement(last == nil ? insertSequenceSQL : updateSequenceSQL) { s throws(StoreError) in
-            s.bindText(entity.name, at: 1)
+        let last = try entity.keySharers.count == 1 ? connection.withStatement(readSequenceSQL, read)
+            : connection.withStatement(readSharedSequenceSQL(entity, connection.model), read)
+        // An UPDATE changes the row in place; the hierarchy's first save adds it.
+        let rootHasRow = try entity.keySharers.count == 1 ? last != nil : connection.withStatement(readSequenceSQL) { s throws(StoreError) in
+            s.bindText(root.name, at: 1)
+            return try s.step()
+        }
+        try connection.withStatement(rootHasRow ? updateSequenceSQL : insertSequenceSQL) { s throws(StoreError) in
+            s.bindText(root.name, at: 1)
             s.bind((last ?? 0) + Int64(count), at: 2)
             try s.execute()
         }
@@ -91,6 +100,13 @@ struct ChangeSetWriter {
     }
 
     private static let readSequenceSQL = PreparedSQL(#"SELECT "max" FROM "_sequence" WHERE "entity" = ?"#)
+    /// The largest of the hierarchy's sequences: stores made before keys were shared kept one
+    /// per entity, and a key must not repeat any of them. (`?1`, the root, is among them.)
+    /// Entity names are letters, digits and '_' (`ManagedObjectModel.nameProblem`): safe to quote as literals.
+    private static func readSharedSequenceSQL(_ entity: Entity, _ model: ManagedObjectModel) -> String {
+        let names = entity.keySharers.dropFirst().map { "'\(model.schema[$0].name)'" }
+        return #"SELECT max("max") FROM "_sequence" WHERE "entity" = ?1 OR "entity" IN ("# + names.joined(separator: ", ") + ")"
+    }
     private static let updateSequenceSQL = PreparedSQL(#"UPDATE "_sequence" SET "max" = ?2 WHERE "entity" = ?1"#)
     private static let insertSequenceSQL = PreparedSQL(#"INSERT INTO "_sequence" ("entity", "max") VALUES (?1, ?2)"#)
 
@@ -306,20 +322,21 @@ struct ChangeSetWriter {
         for ordering in orderings {
             let relationship = ordering.entity.relationships[ordering.relationship]
             guard let owner = resolve(ordering.owner).primaryKey, let position = relationship.positionName.map(quoteIdentifier) else { continue }
-            let sql: String
+            // Each member's place is in its own row: a member's table is its entity's (a
+            // relationship to a parent entity has members of several).
+            let sql: (ManagedObjectID) -> String
             switch relationship.sql {
             case .inverseForeignKey(let column):
-                let destination = model.schema[relationship.destinationIndex]
-                sql = "UPDATE \(destination.table) SET \(position) = ?1 WHERE \"_pk\" = ?2 AND \(column) = ?3"
+                sql = { "UPDATE \(quoteIdentifier($0.entityName)) SET \(position) = ?1 WHERE \"_pk\" = ?2 AND \(column) = ?3" }
             case let .joinTable(table, ownColumn, otherColumn):
-                sql = "UPDATE \(table) SET \(position) = ?1 WHERE \(otherColumn) = ?2 AND \(ownColumn) = ?3"
+                let update = "UPDATE \(table) SET \(position) = ?1 WHERE \(otherColumn) = ?2 AND \(ownColumn) = ?3"
+                sql = { _ in update }
             case .foreignKey:
                 continue
             }
-            let keys = ordering.members.map { resolve($0).primaryKey }
-            try connection.withStatement(sql) { statement throws(StoreError) in
-                for (place, key) in keys.enumerated() {
-                    guard let key else { continue }
+            for (place, member) in ordering.members.map(resolve).enumerated() {
+                guard let key = member.primaryKey else { continue }
+                try connection.withStatement(sql(member)) { statement throws(StoreError) in
                     statement.bind(Int64(place), at: 1); statement.bind(key, at: 2); statement.bind(owner, at: 3)
                     try statement.execute()
                 }

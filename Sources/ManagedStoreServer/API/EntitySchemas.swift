@@ -5,6 +5,7 @@ import ManagedStore
 /// (`ModelOpenAPI`): what a typed client is generated from.
 struct EntitySchemas {
     let entity: EntityDescription
+    let model: ManagedObjectModel
 
     /// An object as the server answers it: `_id`, `_version`, and the properties asked for
     /// (all unless `fields=`), relationships as IDs (or embedded objects with `include=`).
@@ -14,7 +15,7 @@ struct EntitySchemas {
             ("_version", .object([("type", .string("integer")), ("format", .string("int64")), ("minimum", .number("1"))])),
         ]
         properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
-        properties += entity.relationships.map { ($0.name, Self.relationship($0, embeddable: true)) }
+        properties += entity.relationships.map { ($0.name, relationship($0, embeddable: true)) }
         return .object([
             ("type", .string("object")),
             ("description", .string("A \(entity.name). Every property is present unless `fields` names some.")),
@@ -48,7 +49,7 @@ struct EntitySchemas {
                                                ("description", .string("Ignored (the path names the object): a body read back from a GET may keep it."))])))
         }
         properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
-        properties += entity.relationships.map { ($0.name, refs ? Self.referenceOrRef($0) : Self.relationship($0, embeddable: false)) }
+        properties += entity.relationships.map { ($0.name, refs ? Self.referenceOrRef($0) : relationship($0, embeddable: false)) }
         var members: [(String, JSONValue)] = [("type", .string("object")), ("properties", .object(properties)),
                                               ("additionalProperties", .bool(false))]
         // A batch update that sets nothing is 400.
@@ -102,8 +103,14 @@ struct EntitySchemas {
                         ("description", .string("A \(relationship.destination) ID, the ref of an earlier insert, or null."))])
     }
 
-    static func id(of entity: String) -> JSONValue {
-        .object([("type", .string("string")), ("pattern", .string("^\(entity)/[1-9][0-9]*$")), ("example", .string("\(entity)/1"))])
+    static func id(of entity: String) -> JSONValue { id(ofAnyOf: [entity]) }
+
+    /// An ID of an object of any of `entities`: a relationship to a parent entity holds
+    /// objects of each of its kinds (`ManagedObjectModel.kindNames(of:)`).
+    static func id(ofAnyOf entities: [String]) -> JSONValue {
+        let names = entities.count == 1 ? entities[0] : "(?:" + entities.joined(separator: "|") + ")"
+        return .object([("type", .string("string")), ("pattern", .string("^\(names)/[1-9][0-9]*$")),
+                        ("example", .string("\(entities.first ?? "Entity")/1"))])
     }
 
     static func attribute(_ attribute: AttributeDescription) -> JSONValue {
@@ -149,12 +156,13 @@ struct EntitySchemas {
 
     /// An ID of the destination (or null), an array of them for to-many; in answers with
     /// `include`, embedded objects in their place.
-    static func relationship(_ relationship: RelationshipDescription, embeddable: Bool) -> JSONValue {
-        let id = Self.id(of: relationship.destination)
+    func relationship(_ relationship: RelationshipDescription, embeddable: Bool) -> JSONValue {
+        let kinds = model.kindNames(of: relationship.destination)
+        let id = Self.id(ofAnyOf: kinds.isEmpty ? [relationship.destination] : kinds)
         let one: JSONValue = embeddable ? .object([("anyOf", .array([id, .object([("type", .string("object"))])]))]) : id
         if relationship.isToMany {
             // In a request, null empties the relationship, as [] does.
-            return .object(toManyType(relationship, nullable: !embeddable) + [("items", one)] + countBounds(relationship)
+            return .object(Self.toManyType(relationship, nullable: !embeddable) + [("items", one)] + Self.countBounds(relationship)
                            + [("description", .string("\(relationship.destination) IDs, in "
                                                       + (relationship.isOrdered ? "the relationship's order" : "primary-key order")
                                                       + (embeddable ? "." : "; null empties it, as [] does.")))])
@@ -163,9 +171,8 @@ struct EntitySchemas {
         // beside it (it applies to strings only): Apple's swift-openapi-generator skips a
         // `{"type": "null"}` branch of an anyOf, and a property it skips is then refused in
         // answers by `additionalProperties: false`.
-        let nullableID = JSONValue.object([("type", .array([.string("string"), .string("null")])),
-                                           ("pattern", .string("^\(relationship.destination)/[1-9][0-9]*$")),
-                                           ("example", .string("\(relationship.destination)/1"))])
+        let nullableID = JSONValue.object([("type", .array([.string("string"), .string("null")]))]
+                                          + (id.objectMembers ?? []).filter { $0.0 != "type" })
         if embeddable {
             return .object([("anyOf", .array([nullableID, .object([("type", .string("object"))])])),
                             ("description", .string("A \(relationship.destination) ID, or null (with `include`, the object)."))])

@@ -40,7 +40,7 @@ enum ModelOpenAPI {
                     if let index = members.firstIndex(where: { $0.0 == name }) { members[index].1 = schema } else { members.append((name, schema)) }
                 }
                 return .object(members + model.entities.flatMap { entity -> [(String, JSONValue)] in
-                    let schemas = EntitySchemas(entity: entity)
+                    let schemas = EntitySchemas(entity: entity, model: model)
                     // A parameter whose pattern would list too many key paths keeps the generic schema.
                     func specific(_ schema: JSONValue?, generic: String) -> JSONValue {
                         schema ?? .object([("$ref", .string("#/components/schemas/" + generic))])

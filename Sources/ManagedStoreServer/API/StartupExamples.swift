@@ -25,7 +25,7 @@ public enum StartupExamples {
     /// none, one attribute of its own (a string first) so that the example sets a property.
     static func insertExample(in model: ManagedObjectModel) -> (EntityDescription, JSONValue)? {
         for entity in model.entities where !entity.isAbstract {
-            guard case .object(var members)? = EntitySchemas(entity: entity).example else { continue }
+            guard case .object(var members)? = EntitySchemas(entity: entity, model: model).example else { continue }
             if members.isEmpty {
                 let settable = entity.attributes.filter { $0.pattern == nil }
                 let preferred = settable.first { $0.type == .string } ?? settable.first

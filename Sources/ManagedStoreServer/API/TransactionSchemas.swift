@@ -15,7 +15,7 @@ struct TransactionSchemas {
         var result: [(String, JSONValue)] = [("TransactionRequest", request), ("TransactionOperation", operation),
                                              ("RefUpdateOperation", refUpdate), ("DeleteOperation", delete)]
         for entity in model.entities {
-            let schemas = EntitySchemas(entity: entity)
+            let schemas = EntitySchemas(entity: entity, model: model)
             result.append((entity.name + "InsertOperation", object(required: ["op", "entity"] + (schemas.hasRequiredAttributes ? ["values"] : []), [
                 ("op", Self.constant("insert")),
                 ("entity", Self.constant(entity.name)),

@@ -44,7 +44,8 @@ struct ObjectBody: Sendable {
                 // A string is a reference: an object ID of any entity (the write checks that it
                 // exists and is of the destination's entity: invalid-relationship) or a ref. Any
                 // other JSON value is of the wrong kind: invalid-type.
-                let example = "such as \"\(relationship.destination)/7\""
+                // A parent entity's objects are its kinds' (an abstract one has none of its own).
+                let example = "such as \"\(coordinator.model.kindNames(of: relationship.destination).first ?? relationship.destination)/7\""
                 func reference(_ item: JSONValue) -> ObjectReference? {
                     guard let text = item.stringValue else { return nil }
                     if refs.contains(text) { return .ref(text) }

@@ -152,7 +152,7 @@ final class ObjectWriter {
                 id = found.objectID
             case .id(let given):
                 id = given
-                guard given.entityName == expected else {
+                guard context.coordinator.model.isKind(named: given.entityName, of: expected) else {
                     refuse(property, .wrongEntity(of: object.objectID, property, target: given, expected: expected))
                     return nil
                 }
@@ -162,7 +162,7 @@ final class ObjectWriter {
                 refuse(property, .invalidDestination(of: object.objectID, property, target: id, deleted: found != nil))
                 return nil
             }
-            guard found.entityName == expected else {
+            guard context.coordinator.model.isKind(named: found.entityName, of: expected) else {
                 refuse(property, .wrongEntity(of: object.objectID, property, target: id, expected: expected))
                 return nil
             }
