@@ -67,6 +67,20 @@ struct RelationshipToParentTests {
         }
     }
 
+    @Test("both model formats keep a relationship to a parent: JSON and Xcode's, there and back")
+    func formatsRoundTrip() throws {
+        let model = Self.model
+        let json = try ManagedObjectModel(json: model.jsonValue)
+        #expect(json.authoredEntities == model.authoredEntities && json.versionHash == model.versionHash)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("to-parent-\(UUID().uuidString)/Shelf.xcdatamodel")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }
+        try Data(try model.xcodeModelContents().utf8).write(to: folder.appendingPathComponent("contents"))
+        let xcode = try ManagedObjectModel(contentsOf: folder)
+        #expect(xcode.authoredEntities == model.authoredEntities && xcode.entities == model.entities)
+        #expect(xcode.entity(named: "Note")?.relationship(named: "folder")?.destination == "Folder", "inherited by each kind")
+    }
+
     @Test("keys are shared across a hierarchy: one sequence for every kind")
     func keysAreSharedAcrossAHierarchy() throws {
         let container = try Fixtures.container(model: Self.model)

@@ -91,6 +91,12 @@ struct PluginTypedViewTests {
             #expect(media[1].object.typed(as: Magazine.self)?.issue == 3)
             #expect(media[1].object.typed(as: Atlas.self) == nil)
             #expect(atlas.object.typed(as: Medium.self)?.catalogNumber == 10 && magazine.asMedium.catalogNumber == 20)
+            // A relationship to the parent holds either kind; each sub-entity has the inverse.
+            let shelf = Shelf.insert(into: context)
+            shelf.media = [magazine.asMedium, atlas.asMedium]
+            try context.save()
+            #expect(Set(shelf.media.map(\.object.entityName)) == ["Atlas", "Magazine"])
+            #expect(magazine.shelf?.object == shelf.object && atlas.shelf?.object == shelf.object)
             // The parent's uniqueness constraint spans both kinds.
             Magazine.insert(into: context).catalogNumber = 10
             #expect(throws: SaveError.self) { try context.save() }
