@@ -48,14 +48,21 @@ struct ModelBasedHTTPTests {
     }
 
     /// The third model: inheritance. An abstract Region with a uniqueness constraint its
-    /// sub-entities share, a concrete Territory with a sub-entity of its own, and
-    /// relationships between kinds.
+    /// sub-entities share, a concrete Territory with a sub-entity of its own, relationships
+    /// between kinds, and an Expedition whose relationships point at the parents: many-to-many
+    /// with Region, a to-many whose keys the kinds' rows hold, a to-one to Territory.
     static func world() throws -> ManagedObjectModel {
         try ManagedObjectModel(jsonData: Array(#"""
             {"name": "World", "entities": [
               {"name": "Region", "abstract": true,
                "attributes": [{"name": "name", "type": "string", "optional": false}, {"name": "code", "type": "integer16", "min": 0, "max": 40}],
+               "relationships": [{"name": "expeditions", "destination": "Expedition", "toMany": true, "inverse": "visits"},
+                                 {"name": "discoveredBy", "destination": "Expedition", "inverse": "discovered"}],
                "uniquenessConstraints": [["code"]]},
+              {"name": "Expedition", "attributes": [{"name": "title", "type": "string"}],
+               "relationships": [{"name": "visits", "destination": "Region", "toMany": true, "inverse": "expeditions"},
+                                 {"name": "discovered", "destination": "Region", "toMany": true, "inverse": "discoveredBy", "deleteRule": "nullify"},
+                                 {"name": "base", "destination": "Territory", "inverse": "stationed"}]},
               {"name": "Continent", "parent": "Region", "attributes": [{"name": "area", "type": "double"}],
                "relationships": [{"name": "countries", "destination": "Country", "toMany": true, "inverse": "continent", "deleteRule": "deny"}]},
               {"name": "Country", "parent": "Region", "attributes": [{"name": "capital", "type": "string"}],
@@ -63,7 +70,8 @@ struct ModelBasedHTTPTests {
                                  {"name": "cities", "destination": "City", "toMany": true, "inverse": "country", "deleteRule": "cascade"}]},
               {"name": "City", "attributes": [{"name": "title", "type": "string", "optional": false}, {"name": "population", "type": "integer64", "default": 0}],
                "relationships": [{"name": "country", "destination": "Country", "inverse": "cities"}]},
-              {"name": "Territory", "parent": "Region", "attributes": [{"name": "governedBy", "type": "string"}]},
+              {"name": "Territory", "parent": "Region", "attributes": [{"name": "governedBy", "type": "string"}],
+               "relationships": [{"name": "stationed", "destination": "Expedition", "toMany": true, "inverse": "base"}]},
               {"name": "Island", "parent": "Territory", "attributes": [{"name": "area", "type": "double"}]}]}
             """#.utf8))
     }

@@ -388,7 +388,9 @@ final class ModelWalk {
         for relationship in entity.relationships {
             let value = actual[relationship.name]!
             if relationship.isToMany {
-                let want = (expected.toMany[relationship.name] ?? []).sorted()
+                // Primary-key order: keys are unique across a hierarchy, so a relationship to a
+                // parent entity orders its kinds' objects together.
+                let want = (expected.toMany[relationship.name] ?? []).sorted { ($0.pk, $0.entity) < ($1.pk, $1.entity) }
                 let got = value.arrayValue?.map { $0.stringValue.flatMap { RefID(text: $0) } }
                 if got == nil || got!.contains(where: { $0 == nil }) || got!.map({ $0! }) != want {
                     problems.append("\(relationship.name): \(value.serialized()) instead of \(want.map(\.description)) (in key order)")

@@ -185,7 +185,7 @@ struct OperationGenerator {
 
     /// A valid value for a relationship, pointing into `pool`.
     mutating func relationshipValue(_ relationship: RelationshipDescription, _ pool: Pool) -> JSONValue {
-        let candidates = pool.ids[relationship.destination] ?? []
+        let candidates = destinations(relationship, pool)
         if relationship.isToMany {
             if chance(0.03) { return .null }  // the same as []
             var items = subset(candidates, max: 3).sorted().map { JSONValue.string(pool.name($0)) }
@@ -196,17 +196,24 @@ struct OperationGenerator {
         return .string(pool.name(target))
     }
 
+    /// The objects of `pool` that `relationship` can hold: its destination's, or with
+    /// sub-entities every kind's.
+    func destinations(_ relationship: RelationshipDescription, _ pool: Pool) -> [RefID] {
+        schema.kinds(relationship.destination).flatMap { pool.ids[$0] ?? [] }
+    }
+
     /// A broken relationship value: a missing or deleted object, one of another entity, or a
     /// JSON value of the wrong kind.
     mutating func invalidRelationshipValue(_ relationship: RelationshipDescription, _ pool: Pool, _ store: ReferenceStore) -> JSONValue {
-        var bad: [JSONValue] = [.string(missingID(relationship.destination, store))]
-        let others = schema.entityNames.filter { $0 != relationship.destination }.flatMap { pool.ids[$0] ?? [] }
+        let kinds = schema.kinds(relationship.destination)
+        var bad: [JSONValue] = [.string(missingID(pick(kinds) ?? relationship.destination, store))]
+        let others = schema.entityNames.filter { !kinds.contains($0) }.flatMap { pool.ids[$0] ?? [] }
         if let wrong = pick(others) { bad.append(.string(pool.name(wrong))) }
         let chosen = pick(bad)!
         if relationship.isToMany {
-            if chance(0.15) { return .string(pool.name(pool.ids[relationship.destination]?.first ?? RefID(relationship.destination, 1))) }
+            if chance(0.15) { return .string(pool.name(destinations(relationship, pool).first ?? RefID(kinds.first ?? relationship.destination, 1))) }
             if chance(0.1) { return pick([.array([.null]), .array([.number("5")]), .object([])])! }
-            let valid = subset(pool.ids[relationship.destination] ?? [], max: 2).map { JSONValue.string(pool.name($0)) }
+            let valid = subset(destinations(relationship, pool), max: 2).map { JSONValue.string(pool.name($0)) }
             return .array(valid + [chosen])
         }
         return chance(0.15) ? .number("7") : chosen
@@ -288,7 +295,7 @@ struct OperationGenerator {
     mutating func movingRelationships(_ entity: String, _ pool: Pool) -> Values {
         var values: Values = []
         for relationship in schema.entity(entity).relationships {
-            let candidates = pool.ids[relationship.destination] ?? []
+            let candidates = destinations(relationship, pool)
             guard !candidates.isEmpty else { continue }
             if relationship.isToMany {
                 values.append((relationship.name, .array(subset(candidates, max: 3).sorted().map { .string(pool.name($0)) })))
@@ -515,8 +522,8 @@ struct OperationGenerator {
         if chance(0.15), let (entity, pk) = deletedEarlier(store, operations) {
             // Point at an object the transaction deleted earlier (by its ID): invalid-relationship.
             let w = scratch(store, operations)
-            if let relationship = schema.entityNames.flatMap({ schema.entity($0).relationships }).first(where: { $0.destination == entity }),
-               let owner = pick(pool(w).ids[schema.inverse(of: relationship).destination] ?? []) {
+            if let relationship = schema.entityNames.flatMap({ schema.entity($0).relationships }).first(where: { schema.holds($0, entity) }),
+               let owner = pick(schema.kinds(schema.inverse(of: relationship).destination).flatMap { pool(w).ids[$0] ?? [] }) {
                 let value: JSONValue = relationship.isToMany ? .array([.string("\(entity)/\(pk)")]) : .string("\(entity)/\(pk)")
                 let target: RefTarget = owner.isTemporary ? .ref(w.refNames[owner]!) : .id(owner)
                 operations.append(.update(target: target, version: nil, values: [(relationship.name, value)]))
@@ -525,12 +532,13 @@ struct OperationGenerator {
         }
         if crashers, chance(0.1), let ref = scratch(store, operations).refs.first(where: { scratch(store, operations).dead[$0.value] != nil }),
            // (An entity no relationship points at cannot be pointed at.)
-           let relationship = schema.entityNames.flatMap({ schema.entity($0).relationships }).first(where: { $0.destination == ref.value.entity }) {
-            // Point at a ref deleted earlier: crashes today's server.
-            let inverse = schema.inverse(of: relationship)
-            var values = insertValues(inverse.destination, pool(scratch(store, operations))).filter { $0.0 != relationship.name }
+           let relationship = schema.entityNames.flatMap({ schema.entity($0).relationships }).first(where: { schema.holds($0, ref.value.entity) }),
+           let holder = pick(schema.kinds(schema.inverse(of: relationship).destination)) {
+            // Point at a ref deleted earlier: crashes today's server. (The holder is a concrete
+            // kind of the entity that declares the relationship.)
+            var values = insertValues(holder, pool(scratch(store, operations))).filter { $0.0 != relationship.name }
             values.append((relationship.name, relationship.isToMany ? .array([.string(ref.key)]) : .string(ref.key)))
-            operations.append(.insert(entity: inverse.destination, ref: newRef(), values: values))
+            operations.append(.insert(entity: holder, ref: newRef(), values: values))
             labels.append("point at a ref deleted earlier")
         }
         return (.transaction(operations), "transaction: " + labels.joined(separator: ", "))
@@ -557,9 +565,11 @@ struct OperationGenerator {
         }
         let a = newRef(), b = newRef()
         operations.append(.insert(entity: entity, ref: a, values: insertValues(entity, p).filter { $0.0 != relationship.name }))
-        var values = insertValues(relationship.destination, p).filter { $0.0 != inverse.name }
+        // A concrete kind of the destination (a parent entity may be abstract).
+        let kind = pick(schema.kinds(relationship.destination)) ?? relationship.destination
+        var values = insertValues(kind, p).filter { $0.0 != inverse.name }
         values.append((inverse.name, inverse.isToMany ? .array([.string(a)]) : .string(a)))
-        operations.append(.insert(entity: relationship.destination, ref: b, values: values))
+        operations.append(.insert(entity: kind, ref: b, values: values))
         let allowed = chance(0.2) || relax.contains(.denyThroughRef)
         if allowed { operations.append(.delete(target: .ref(b), version: nil)) }
         operations.append(.delete(target: .ref(a), version: nil))

@@ -168,6 +168,9 @@ struct RefSchema: Sendable {
 
     var entityNames: [String] { entities.map(\.name) }
     func kinds(_ entity: String) -> [String] { kindsByName[entity] ?? [entity] }
+    /// Whether `relationship` can hold an object of `entity`: one of its destination's kinds
+    /// (a relationship to a parent entity holds its sub-entities' objects).
+    func holds(_ relationship: RelationshipDescription, _ entity: String) -> Bool { kinds(relationship.destination).contains(entity) }
     func entity(_ name: String) -> EntityDescription { byName[name]! }
     func attribute(_ entity: String, _ name: String) -> AttributeDescription? { byName[entity]?.attribute(named: name) }
     func relationship(_ entity: String, _ name: String) -> RelationshipDescription? { byName[entity]?.relationship(named: name) }
@@ -626,8 +629,8 @@ struct ReferenceStore: Sendable {
             return .failure(.invalidType)
         }
         if w.dead[id] != nil && id.isTemporary { w.usesDeadObject = true }
-        if id.isTemporary && id.entity != relationship.destination { w.wrongEntityRef = true }
-        guard id.entity == relationship.destination, w.live[id] != nil else { return .failure(.invalidRelationship) }
+        if id.isTemporary && !schema.holds(relationship, id.entity) { w.wrongEntityRef = true }
+        guard schema.holds(relationship, id.entity), w.live[id] != nil else { return .failure(.invalidRelationship) }
         return .success(id)
     }
 
