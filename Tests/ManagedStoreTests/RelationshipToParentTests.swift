@@ -134,6 +134,55 @@ struct RelationshipToParentTests {
         #expect(try container.coordinator.checkIntegrity().isEmpty)
     }
 
+    @Test("twin: the kinds a fetch reads for all its rows at once name the same objects as one read per object")
+    func kindCacheTwin() throws {
+        let container = try Fixtures.container(model: Self.model)
+        let s = try Self.seed(container)
+        // More notes, each related to an item of another kind; one of them deleted since.
+        let writer = container.newBackgroundContext(name: "writer")
+        try writer.performAndWait {
+            for (n, target) in ["l1", "v1", "n1", "l1", "v1"].enumerated() {
+                let note = writer.insertNewObject(forEntityName: "Note")
+                note.setValue("extra \(n)", forKey: "title")
+                note.setObject(writer.object(with: s.items[target]!), forKey: "related")
+            }
+            try writer.save()
+            writer.delete(try writer.existingObject(with: s.items["v1"]!))
+            try writer.save()
+        }
+        func relatedByTitle(_ context: ManagedObjectContext) throws -> [String: ManagedObjectID?] {
+            try context.performAndWait {
+                var request = FetchRequest(entityName: "Item")
+                request.returnsObjectsAsFaults = false
+                return Dictionary(uniqueKeysWithValues: try context.fetch(request).map {
+                    ($0.value("title", as: String.self) ?? "?", $0.objectID(forKey: "related"))
+                })
+            }
+        }
+        // The plain path: a context reading through the writer keeps no kinds, and asks per object.
+        let plain = ManagedObjectContext(coordinator: container.coordinator, name: "plain", readsThroughWriter: true)
+        let cached = container.newBackgroundContext(name: "cached")
+        let expected = try relatedByTitle(plain)
+        #expect(try relatedByTitle(cached) == expected)
+        #expect(expected["extra 0"] == s.items["l1"] && expected["extra 2"] == s.items["n1"] && expected["n2"] == s.items["l1"])
+        #expect(expected["extra 1"] == .some(nil), "the deleted video left the one-way relationship")
+        #expect(try cached.performAndWait { try relatedByTitle(cached) } == expected, "again, from the kinds kept")
+    }
+
+    @Test("twin: a store's existing keys of an entity are the keys of the rows it reads")
+    func existingKeysTwin() throws {
+        let container = try Fixtures.container(model: Self.model)
+        let s = try Self.seed(container)
+        let asked = s.items.values.compactMap(\.primaryKey) + [s.folder.primaryKey!, 0, -3, 9_000_000_000]
+        try container.coordinator.readStore { session in
+            for entity in Self.model.schema {
+                let plain = Set(try session.rows(of: entity, keys: asked).keys)
+                #expect(try session.existingKeys(of: entity, among: asked) == plain, "\(entity.name)")
+                #expect(try session.existingKeys(of: entity, among: []).isEmpty)
+            }
+        }
+    }
+
     @Test("predicates follow a relationship to a parent, in the store's query and in memory alike")
     func predicatesAcrossKinds() throws {
         let container = try Fixtures.container(model: Self.model)

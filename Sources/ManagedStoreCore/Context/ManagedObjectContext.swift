@@ -66,6 +66,9 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     /// What each pending delete did to other objects (`delete(_:)`), by deleted object.
     @exclusivity(unchecked) var deletionEffects: [ObjectIdentifier: DeletionEffects] = [:]
 
+    /// The kinds of keys read in to-ones to parent entities (`DestinationKindCache`).
+    @exclusivity(unchecked) var destinationKinds = DestinationKindCache()
+
     /// The read session of a `performInSnapshot` block in progress: every read uses it.
     @exclusivity(unchecked) var snapshotSession: (any StoreReadSession)?
     /// The query generation the context is pinned to (`setQueryGenerationFrom`), if any:
@@ -427,7 +430,11 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             if parent != nil { return try loadFaultFromParent(object) }
             guard let pk = object.objectID.primaryKey else { return }
             do {
-                row = try readStore { session in try session.row(of: object.entity, key: pk) }
+                row = try readStore { session in
+                    let row = try session.row(of: object.entity, key: pk)
+                    if let row { try noteDestinationKinds(of: CollectionOfOne(row), entity: object.entity, session: session) }
+                    return row
+                }
             } catch {
                 throw .store(StoreError(wrapping: error))
             }
@@ -448,16 +455,6 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             })
         }
         fill(object, version: row.version, attributes: row.attributes, relationships: relationships)
-    }
-
-    /// The ID of the object `key` names among the kinds of `destination` (a parent entity),
-    /// read from the store as this context reads it.
-    private func destinationID(_ key: Int64, of destination: Entity) -> ManagedObjectID {
-        do {
-            return try readStore { session in try coordinator.destinationIDs.ids([key], of: destination, session: session)[0] }
-        } catch {
-            preconditionFailure("ManagedStore could not read which kind of \(destination.name) key \(key) names: \(error)")
-        }
     }
 
     /// Turns a fault into an object with these values, read at `version`, as its committed state.
@@ -492,6 +489,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     public func reset() {
         assertOnQueue()
         advancePinnedGeneration()  // a pinned context moves on to the current generation
+        destinationKinds.removeAll()
         // A context that holds nothing has nothing to detach (read contexts that answered a
         // request from the store directly): clearing an empty table still sweeps its buckets.
         if registered.isEmpty && insertedList.isEmpty && updatedList.isEmpty && deletedList.isEmpty && touchedList.isEmpty
@@ -583,7 +581,13 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             guard refreshFromParent(object) else { return }
         } else {
             let row: StoredRow?
-            do { row = try readStore { try $0.row(of: object.entity, key: object.objectID.primaryKey!) } } catch {
+            do {
+                row = try readStore { session in
+                    let row = try session.row(of: object.entity, key: object.objectID.primaryKey!)
+                    if let row { try noteDestinationKinds(of: CollectionOfOne(row), entity: object.entity, session: session) }
+                    return row
+                }
+            } catch {
                 preconditionFailure("refresh: could not read \(object.objectID): \(error)")
             }
             guard let row else { markInaccessible(object); return }

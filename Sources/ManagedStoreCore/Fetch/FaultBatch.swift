@@ -83,6 +83,7 @@ extension ManagedObjectContext {
             try readStore { session in
                 for (_, group) in byEntity {
                     let rows = try session.rows(of: group[0].entity, keys: group.compactMap(\.objectID.primaryKey))
+                    try noteDestinationKinds(of: rows.values, entity: group[0].entity, session: session)
                     for object in group where object.isFault {
                         if let row = object.objectID.primaryKey.flatMap({ rows[$0] }) { object.prefetchedRow = row } else { markInaccessible(object) }
                     }

@@ -252,7 +252,9 @@ extension ManagedObjectContext {
         if parent != nil { return try fetchThroughParent(prepared, limit: limit, offset: offset) }
         let entity = prepared.entity
         let rows = try readFetch(storeFetch(prepared, limit: limit, offset: offset)) { session, fetch throws(FetchError) in
-            try session.fetchRows(fetch)
+            let rows = try session.fetchRows(fetch)
+            do throws(StoreError) { try noteDestinationKinds(of: rows.lazy.map(\.1), entity: entity, session: session) } catch { throw .store(error) }
+            return rows
         }
         let asFaults = prepared.request.returnsObjectsAsFaults
         return rows.map { pk, row in

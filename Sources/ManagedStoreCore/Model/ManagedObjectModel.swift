@@ -25,6 +25,10 @@ public final class ManagedObjectModel: Sendable {
     /// Per entity (by index): the one-way relationships whose destination it is, as (holder
     /// entity, relationship index); what deleting one of its objects visits.
     private let oneWayHolders: [[(entity: Int, relationship: Int)]]
+    /// Per entity (by index): its stored to-one keys whose destination has sub-entities, as
+    /// (position in `StoredRow.foreignKeys`, destination entity): the keys whose kind must be
+    /// read (`DestinationKindCache`). Empty for most entities.
+    package let foreignKeysToParents: [[(position: Int, destination: Int)]]
 
     public init(name: String, version: Int = 1, entities: [EntityDescription]) throws(ModelError) {
         self.name = name
@@ -70,6 +74,13 @@ public final class ManagedObjectModel: Sendable {
             }
         }
         self.oneWayHolders = holders
+        let resolved = schema
+        self.foreignKeysToParents = resolved.map { entity in
+            entity.foreignKeyRelationships.enumerated().compactMap { position, r in
+                let destination = entity.relationships[r].destinationIndex
+                return resolved[destination].isSingleKind ? nil : (position, destination)
+            }
+        }
         self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored, renamingIdentifiers: false))
     }
 

@@ -7,16 +7,20 @@ import Foundation
 // from the model and costs nothing; for a parent entity it is read from its kinds' tables.
 
 extension StoreReadSession {
+    package func existingKeys(of entity: Entity, among keys: [Int64]) throws(StoreError) -> Set<Int64> {
+        Set(try rows(of: entity, keys: keys).keys)
+    }
+
     /// The entity (index) of the object each of `keys` names, among `destination`'s kinds
     /// (`Entity.kinds`). A key no kind holds (its object deleted) is left out.
     package func kinds(ofKeys keys: [Int64], in destination: Entity, model: ManagedObjectModel) throws(StoreError) -> [Int64: Int] {
         var found: [Int64: Int] = [:]
         var remaining = keys
         for kind in destination.kinds where !remaining.isEmpty {
-            let rows = try rows(of: model.schema[kind], keys: remaining)
-            guard !rows.isEmpty else { continue }
-            for key in rows.keys { found[key] = kind }
-            remaining.removeAll { rows[$0] != nil }
+            let held = try existingKeys(of: model.schema[kind], among: remaining)
+            guard !held.isEmpty else { continue }
+            for key in held { found[key] = kind }
+            remaining.removeAll { held.contains($0) }
         }
         return found
     }

@@ -14,6 +14,9 @@ package protocol StoreReadSession: AnyObject {
     func row(of entity: Entity, key: Int64) throws(StoreError) -> StoredRow?
     /// The rows of `entity` with these keys, by key (a key without a row is absent).
     func rows(of entity: Entity, keys: [Int64]) throws(StoreError) -> [Int64: StoredRow]
+    /// Which of `keys` `entity` has rows for: the kind of a parent entity's key
+    /// (`kinds(ofKeys:in:model:)`). `rows(of:keys:)` answers it too; a store may read less.
+    func existingKeys(of entity: Entity, among keys: [Int64]) throws(StoreError) -> Set<Int64>
     /// The keys of the destinations of relationship `relationship` of the object `key`, ascending.
     func destinationKeys(of entity: Entity, relationship: Int, key: Int64) throws(StoreError) -> [Int64]
     /// The destinations of to-many `relationship` for many objects at once: owner key → keys,

@@ -33,6 +33,12 @@ final class PGSession: StoreWriteSession {
         return result.rowCount == 0 ? nil : table.storedRow(result, 0).row
     }
 
+    func existingKeys(of entity: Entity, among keys: [Int64]) throws(StoreError) -> Set<Int64> {
+        guard !keys.isEmpty else { return [] }
+        let result = try connection.execute("SELECT _pk FROM \(schema[entity].table) WHERE _pk = ANY($1::bigint[])", [PGValues.keyArray(keys)])
+        return Set((0..<result.rowCount).compactMap { result.int64($0, 0) })
+    }
+
     func rows(of entity: Entity, keys: [Int64]) throws(StoreError) -> [Int64: StoredRow] {
         guard !keys.isEmpty else { return [:] }
         let table = schema[entity]

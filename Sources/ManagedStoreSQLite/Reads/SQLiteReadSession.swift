@@ -30,6 +30,18 @@ extension SQLiteConnection: StoreReadSession {
         return rows
     }
 
+    func existingKeys(of entity: Entity, among keys: [Int64]) throws(StoreError) -> Set<Int64> {
+        var found: Set<Int64> = []
+        for chunk in keys.chunked(RowSQL.keysPerQuery) {
+            let list = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            try withStatement("SELECT \"_pk\" FROM \(entity.table) WHERE \"_pk\" IN (\(list))") { statement throws(StoreError) in
+                for (i, key) in chunk.enumerated() { statement.bind(key, at: Int32(i + 1)) }
+                while try statement.step() { found.insert(statement.int64(0)) }
+            }
+        }
+        return found
+    }
+
     func destinationKeys(of entity: Entity, relationship r: Int, key: Int64) throws(StoreError) -> [Int64] {
         try withStatement(schema[entity].relatedKeysSQL[r]) { statement throws(StoreError) in
             statement.bind(key, at: 1)
