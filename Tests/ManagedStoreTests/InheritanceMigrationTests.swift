@@ -19,19 +19,22 @@ struct InheritanceMigrationTests {
 
     /// Version 2: both under an abstract Region that holds `name` and a new `population`;
     /// `unique` adds a uniqueness constraint of Region on `name`; `islands` adds a sub-entity.
-    /// `atlas` adds an Atlas whose `regions` are any Region: a relationship to the parent.
-    static func version2(unique: Bool = false, islands: Bool = false, atlas: Bool = false) throws -> ManagedObjectModel {
+    /// `atlas` adds an Atlas whose `regions` are any Region: a relationship to the parent
+    /// (many-to-many with `atlasesManyToMany`; the Atlas first in the model with `atlasFirst`).
+    static func version2(unique: Bool = false, islands: Bool = false, atlas: Bool = false,
+                         atlasFirst: Bool = false, atlasesManyToMany: Bool = false) throws -> ManagedObjectModel {
         var entities = [
             EntityDescription(name: "Region", attributes: [AttributeDescription(name: "name", type: .string, isOptional: false),
                                                            AttributeDescription(name: "population", type: .integer64, isOptional: false, defaultValue: .integer(0))],
-                              relationships: atlas ? [RelationshipDescription(name: "atlas", destination: "Atlas", inverse: "regions")] : [],
+                              relationships: atlas ? [RelationshipDescription(name: "atlas", destination: "Atlas", inverse: "regions", isToMany: atlasesManyToMany)] : [],
                               uniquenessConstraints: unique ? [["name"]] : [], isAbstract: true),
             EntityDescription(name: "Continent", parent: "Region"),
             EntityDescription(name: "Country", attributes: [AttributeDescription(name: "capital", type: .string)], parent: "Region"),
         ]
         if atlas {
-            entities.append(EntityDescription(name: "Atlas", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [
-                RelationshipDescription(name: "regions", destination: "Region", inverse: "atlas", isToMany: true)]))
+            let atlasEntity = EntityDescription(name: "Atlas", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [
+                RelationshipDescription(name: "regions", destination: "Region", inverse: "atlas", isToMany: true)])
+            if atlasFirst { entities.insert(atlasEntity, at: 0) } else { entities.append(atlasEntity) }
         }
         if islands { entities.append(EntityDescription(name: "Island", attributes: [AttributeDescription(name: "area", type: .double)], parent: "Country")) }
         return try ManagedObjectModel(name: "World", version: 2, entities: entities)
@@ -124,8 +127,9 @@ struct InheritanceMigrationTests {
         _ = try PersistentStoreCoordinator(model: try Self.version2(), store: store.description)
     }
 
-    @Test("keys that do not collide migrate, and new objects of any kind take keys past all of them")
-    func keysContinueAcrossTheHierarchy() throws {
+    @Test("keys that do not collide migrate, and new objects of any kind take keys past all of them",
+          arguments: [(false, false), (true, false), (false, true), (true, true)])
+    func keysContinueAcrossTheHierarchy(atlasFirst: Bool, manyToMany: Bool) throws {
         let store = try MigrationStore()
         defer { withExtendedLifetime(store) {} }
         let first = try PersistentContainer(model: try Self.version1(), store: store.description)
@@ -133,7 +137,8 @@ struct InheritanceMigrationTests {
             for name in ["France", "Chile"] { first.viewContext.insertNewObject(forEntityName: "Country").setValue(name, forKey: "name") }
             try first.viewContext.save()
         }
-        let container = try PersistentContainer(model: try Self.version2(atlas: true), store: store.description)
+        let container = try PersistentContainer(model: try Self.version2(atlas: true, atlasFirst: atlasFirst, atlasesManyToMany: manyToMany),
+                                                store: store.description)
         try container.viewContext.performAndWait {
             let context = container.viewContext
             let europe = context.insertNewObject(forEntityName: "Continent")
@@ -151,5 +156,44 @@ struct InheritanceMigrationTests {
                     == ["Country Chile", "Country France", "Continent Europe"])
         }
         #expect(try container.coordinator.checkIntegrity().isEmpty)
+    }
+
+    @Test("a relationship to a parent removed and added again: every kind's table loses the key and gets it back",
+          arguments: [false, true])
+    func relationshipToParentRemovedAndAdded(manyToMany: Bool) throws {
+        let store = try MigrationStore()
+        defer { withExtendedLifetime(store) {} }
+        let withAtlas = try Self.version2(atlas: true, atlasesManyToMany: manyToMany)
+        let first = try PersistentContainer(model: withAtlas, store: store.description)
+        try first.viewContext.performAndWait {
+            let context = first.viewContext
+            let atlas = context.insertNewObject(forEntityName: "Atlas")
+            let regions = [("Continent", "Europe"), ("Country", "France")].map { entity, name in
+                let region = context.insertNewObject(forEntityName: entity)
+                region.setValue(name, forKey: "name")
+                return region
+            }
+            atlas.setObjects(regions, forKey: "regions")
+            try context.save()
+        }
+        let without = try Self.version2(islands: true)
+        let plan = try store.plan(for: without)
+        #expect(plan.steps.contains { if case .removeRelationship(entity: "Atlas", relationship: "regions", _, _) = $0 { true } else { false } }
+                || plan.steps.contains { if case .removeRelationship(entity: "Region", relationship: "atlas", _, _) = $0 { true } else { false } },
+                "\(plan.steps)")
+        let second = try PersistentContainer(model: without, store: store.description)
+        #expect(try second.coordinator.checkIntegrity().isEmpty)
+        // Back again: the keys' columns (or link list) are made anew, empty.
+        let third = try PersistentContainer(model: try Self.version2(islands: true, atlas: true, atlasesManyToMany: manyToMany), store: store.description)
+        try third.viewContext.performAndWait {
+            let context = third.viewContext
+            let regions = try context.fetch(FetchRequest(entityName: "Region"))
+            #expect(regions.count == 2)
+            #expect(regions.allSatisfy { manyToMany ? $0.objectIDs(forKey: "atlas").isEmpty : $0.objectID(forKey: "atlas") == nil })
+            let atlas = context.insertNewObject(forEntityName: "Atlas")
+            atlas.setObjects(regions, forKey: "regions")
+            try context.save()
+        }
+        #expect(try third.coordinator.checkIntegrity().isEmpty)
     }
 }

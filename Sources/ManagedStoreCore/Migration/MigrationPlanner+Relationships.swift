@@ -3,6 +3,10 @@
 // join table) belongs to the pair. Which side stores them follows the names
 // (`ManagedObjectModel.storage`), so a rename can move a one-to-one's links to the other
 // table, or a many-to-many's to a join table of another name with its columns swapped.
+//
+// A pair is planned from the entities that declare it: a sub-entity shares its parent's
+// relationships, and a key its parent's side keeps is a column of every table below it
+// (`ManagedObjectModel.withSubentities`).
 
 
 extension MigrationPlanner {
@@ -13,6 +17,7 @@ extension MigrationPlanner {
                     try planOneWay(entity, relationship)
                     continue
                 }
+                guard destination.linkOwner(of: entity, relationship) === entity else { continue }  // inherited: planned from its parent
                 let other = destination.schema[relationship.destinationIndex]
                 let inverse = other.relationships[inverseIndex]
                 // Each pair once, from its first side (a self-inverse relationship is its own pair).
@@ -26,6 +31,7 @@ extension MigrationPlanner {
                     if !isContinued(relationship, of: old) { planRemovedOneWay(old, relationship) }
                     continue
                 }
+                guard source.linkOwner(of: old, relationship) === old else { continue }  // inherited: planned from its parent
                 let other = source.schema[relationship.destinationIndex]
                 let inverse = other.relationships[inverseIndex]
                 guard (old.index, relationship.index) <= (other.index, inverse.index) else { continue }
@@ -115,13 +121,15 @@ extension MigrationPlanner {
         let (entity, relationship) = now
         if was.1.name != relationship.name {
             steps.append(.renameRelationship(entity: entity.name, from: was.1.name, to: relationship.name))
-            historyProperty(was.1.name, of: entity, becomes: relationship.name)
+            // Sub-entities' changes are recorded under their own names.
+            for kind in destination.withSubentities(entity) { historyProperty(was.1.name, of: kind, becomes: relationship.name) }
         }
         var rules: [String] = []
         if was.1.description.deleteRule != relationship.description.deleteRule { rules.append("deleteRule") }
         if was.1.description.isOptional != relationship.description.isOptional {
             if !relationship.description.isOptional, let data {
-                let missing = try data.missingLinkCount(was.0, was.1, model: source)
+                var missing = 0
+                for kind in source.withSubentities(was.0) { missing += try data.missingLinkCount(kind, kind.relationships[was.1.index], model: source) }
                 if missing > 0 {
                     refuse("\(entity.name).\(relationship.name): now required, while \(entity.name) has \(Self.objects(missing)) without one")
                     return
@@ -134,8 +142,10 @@ extension MigrationPlanner {
 
     private mutating func planNewPair(_ first: (Entity, Relationship), _ second: (Entity, Relationship)) throws(StoreError) {
         for (entity, relationship) in [first, second] where !relationship.isToMany && !relationship.description.isOptional {
-            guard let old = match.sourceEntity(of: entity) else { continue }
-            let count = try objectCount(old)
+            var count = 0
+            for kind in destination.withSubentities(entity) {
+                if let old = match.sourceEntity(of: kind) { count += try objectCount(old) }
+            }
             if count > 0 {
                 refuse("\(entity.name).\(relationship.name): required relationship added while \(entity.name) has \(Self.objects(count))")
                 return
@@ -145,10 +155,11 @@ extension MigrationPlanner {
                                       inverseEntity: second.0.name, inverse: second.1.name, inverseIsToMany: second.1.isToMany))
         switch Self.links(first, second) {
         case let .foreignKey(holder, relationship):
-            // A new entity's table is made with the column (and the place beside it).
-            if match.sourceEntity(of: holder) != nil {
-                changes.addColumns.append((holder.name, relationship.name, .key))
-                if relationship.inverseIsOrdered { changes.addColumns.append((holder.name, Relationship.positionName(ofKey: relationship.name), .key)) }
+            // A new entity's table is made with the column (and the place beside it); every
+            // table below the holder has it too.
+            for table in destination.withSubentities(holder) where match.sourceEntity(of: table) != nil {
+                changes.addColumns.append((table.name, relationship.name, .key))
+                if relationship.inverseIsOrdered { changes.addColumns.append((table.name, Relationship.positionName(ofKey: relationship.name), .key)) }
             }
         case let .joinTable(table, _, _):
             let isSelfInverse = first.0 === second.0 && first.1.index == second.1.index
@@ -164,8 +175,10 @@ extension MigrationPlanner {
         }
         switch Self.links(first, second) {
         case let .foreignKey(holder, relationship):
-            // A removed entity's table goes with the column.
-            if let entity = match.destinationEntity(of: holder) { changes.dropColumns.append((entity.name, relationship.name)) }
+            // A removed entity's table goes with the column; every table below the holder has it.
+            for table in source.withSubentities(holder) {
+                if let entity = match.destinationEntity(of: table) { changes.dropColumns.append((entity.name, relationship.name)) }
+            }
         case let .joinTable(table, _, _):
             changes.dropJoinTables.append(table)
         }
@@ -180,8 +193,12 @@ extension MigrationPlanner {
         case let (.foreignKey(holder, relationship), .foreignKey(oldHolder, oldRelationship)):
             if continues(holder, relationship, oldHolder, oldRelationship) {
                 if oldRelationship.name != relationship.name {
-                    changes.renameColumns.append((holder.name, oldRelationship.name, relationship.name))
+                    for table in destination.withSubentities(holder) where match.sourceEntity(of: table) != nil {
+                        changes.renameColumns.append((table.name, oldRelationship.name, relationship.name))
+                    }
                 }
+            } else if destination.withSubentities(holder).count > 1 || source.withSubentities(oldHolder).count > 1 {
+                refuse("\(first.0.name).\(first.1.name): its links would move to the other side's table, where an entity with sub-entities keeps them, which cannot be inferred yet")
             } else if let from = match.destinationEntity(of: oldHolder) {
                 steps.append(.moveLinks(entity: first.0.name, relationship: first.1.name, toTableOf: holder.name))
                 changes.addColumns.append((holder.name, relationship.name, .key))

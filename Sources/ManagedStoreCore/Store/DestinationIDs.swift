@@ -96,6 +96,19 @@ extension ManagedObjectModel {
         return schema[schema[relationship.destinationIndex].relationships[inverse].destinationIndex]
     }
 
+    /// `entity` and every entity below it (abstract ones too), in model order: the tables that
+    /// hold a column `entity` declares.
+    package func withSubentities(_ entity: Entity) -> [Entity] {
+        schema.filter { candidate in
+            var current: Int? = candidate.index
+            while let index = current {
+                if index == entity.index { return true }
+                current = schema[index].parentIndex
+            }
+            return false
+        }
+    }
+
     /// `isKind` by entity names; false for a name the model does not have.
     package func isKind(named kind: String, of destination: String) -> Bool {
         if kind == destination { return entityIndexByName[kind] != nil }
