@@ -1763,7 +1763,7 @@ enum OpenAPIDocument {
    },
    "Object": {
     "type": "object",
-    "description": "An object. Attributes in their JSON form (dates RFC 3339 in UTC, decimals as exact strings, binary base64); to-one relationships an ObjectID or null, to-many an array of ObjectIDs in primary-key order, an ordered to-many (one the model marks `ordered`) in its own order (or embedded objects with `include`). Writing an ordered to-many's array sets that order; an object that joins it from its to-one side goes last.",
+    "description": "An object. Attributes in their JSON form (dates RFC 3339 in UTC, decimals as exact strings, binary base64); to-one relationships an ObjectID or null, to-many an array of ObjectIDs in primary-key order (a relationship to a parent entity holds objects of its sub-entities, each named by its own entity; a hierarchy's keys come from one sequence, so its objects' keys never repeat), an ordered to-many (one the model marks `ordered`) in its own order (or embedded objects with `include`). Writing an ordered to-many's array sets that order; an object that joins it from its to-one side goes last.",
     "required": [
      "_id",
      "_version"
@@ -1870,7 +1870,7 @@ enum OpenAPIDocument {
    },
    "ObjectValues": {
     "type": "object",
-    "description": "Property values to set. `_version` names the base version; `_id` is ignored. Relationship values are ObjectIDs (or, in a transaction, refs of earlier inserts).",
+    "description": "Property values to set. `_version` names the base version; `_id` is ignored. Relationship values are ObjectIDs (or, in a transaction, refs of earlier inserts) of the destination entity or, for a relationship to a parent entity, of any of its sub-entities; an object of another entity is 422 `invalid-relationship`.",
     "properties": {
      "_version": {
       "type": "integer",
