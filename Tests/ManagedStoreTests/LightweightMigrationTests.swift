@@ -326,6 +326,75 @@ struct LightweightMigrationTests {
         #expect(try F.objects(context, "Person", "ANY projects.name == \"Apollo\" AND tasks.@count == 1").count == 1)
     }
 
+    @Test("a to-one made to-many (its inverse to-many) keeps its links, now in a link list, as Core Data infers it")
+    func toOneMadeToMany() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let v2 = try F.version2 { entities in
+            entities = F.changing(entities, "Task") {
+                $0.relationships[0] = RelationshipDescription(name: "projects", destination: "Project", inverse: "tasks", isToMany: true,
+                                                              renamingIdentifier: "project")
+            }
+            entities = F.changing(entities, "Project") { $0.relationships[0].inverse = "projects" }
+        }
+        let container = try migrate(store, to: v2, expecting: [
+            "rename relationship Task.project -> Task.projects",
+            "make Task.projects to-many (<-> Project.tasks, to-many): its links move into a link list",
+        ])
+        let context = container.newBackgroundContext()
+        let apollo = try F.object(context, "Project", "name", "Apollo")
+        let gemini = try F.object(context, "Project", "name", "Gemini")
+        let launch = try F.object(context, "Task", "title", "Launch!")
+        try context.performAndWait {
+            #expect(Set(apollo.objects(forKey: "tasks").map { $0.value("title", as: String.self) ?? "?" }) == ["Launch!", "Land"])
+            #expect(launch.objectIDs(forKey: "projects") == [apollo.objectID])
+            // A task may now be in two projects.
+            launch.setObjects([apollo, gemini], forKey: "projects")
+            try context.save()
+        }
+        #expect(try F.objects(context, "Project", "ANY tasks.title == \"Launch!\"").count == 2)
+        let alone = try F.objects(context, "Task", "projects.@count == 0")
+        context.performAndWait { #expect(alone.map { $0.value("title", as: String.self) } == ["Drift"]) }
+    }
+
+    @Test("a to-one made to-many whose inverse is ordered: the links move with the inverse's order")
+    func toOneMadeToManyKeepsOrder() throws {
+        func model(_ version: Int) throws -> ManagedObjectModel {
+            try ManagedObjectModel(name: "Shelves", version: version, entities: [
+                EntityDescription(name: "Shelf", attributes: [AttributeDescription(name: "label", type: .string)], relationships: [
+                    RelationshipDescription(name: "books", destination: "Book", inverse: version == 1 ? "shelf" : "shelves", isToMany: true, isOrdered: true)]),
+                EntityDescription(name: "Book", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [
+                    version == 1 ? RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books")
+                        : RelationshipDescription(name: "shelves", destination: "Shelf", inverse: "books", isToMany: true, renamingIdentifier: "shelf")]),
+            ])
+        }
+        let store = try MigrationStore()
+        defer { withExtendedLifetime(store) {} }
+        let first = try PersistentContainer(model: try model(1), store: store.description)
+        let shelf: ManagedObjectID = try first.viewContext.performAndWait {
+            let context = first.viewContext
+            let shelf = context.insertNewObject(forEntityName: "Shelf")
+            let books = ["a", "b", "c", "d"].map { title in
+                let book = context.insertNewObject(forEntityName: "Book")
+                book.setValue(title, forKey: "title")
+                return book
+            }
+            shelf.setObjects([books[2], books[0], books[3]], forKey: "books")  // c, a, d; b on no shelf
+            try context.save()
+            return shelf.objectID
+        }
+        let container = try migrate(store, to: try model(2), expecting: [
+            "rename relationship Book.shelf -> Book.shelves",
+            "make Book.shelves to-many (<-> Shelf.books, to-many): its links move into a link list",
+        ])
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            #expect(try context.existingObject(with: shelf).objects(forKey: "books").map { $0.value("title", as: String.self) } == ["c", "a", "d"])
+            let b = try F.object(context, "Book", "title", "b")
+            #expect(b.objectIDs(forKey: "shelves").isEmpty)
+        }
+    }
+
     @Test("a removed relationship takes its links, not its objects")
     func removeRelationship() throws {
         let store = try F.makeStore()

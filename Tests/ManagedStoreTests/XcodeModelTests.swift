@@ -337,7 +337,7 @@ struct XcodeModelTests {
         }
     }
 
-    @Test("DuckDuckGo's Bookmarks (six versions, ordered relationships): children in their order; versions 1 to 3 and 4 to 6 migrate, 3 to 4 is refused with the reason",
+    @Test("DuckDuckGo's Bookmarks (six versions, ordered relationships): children in their order; versions 1 to 3, 3 to 4 (a to-one made to-many) and 4 to 6 migrate",
           .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
     func bookmarksModel() throws {
         let bundle = Self.realModels.appendingPathComponent("Bookmarks.xcdatamodeld")
@@ -386,13 +386,54 @@ struct XcodeModelTests {
             #expect(!migrated.coordinator.appliedMigration.steps.isEmpty, "\(from) to \(to)")
             #expect(try childTitles(migrated, folder) == ["c", "b", "a"], "\(from) to \(to): the order survives")
         }
-        // Version 4 turned the to-one favoriteFolder into the to-many favoriteFolders.
-        let store = TemporaryStore()
-        _ = try seed(try PersistentContainer(model: try version("BookmarksModel 3.xcdatamodel"), store: .sqlite(store.url)), flag: nil)
-        #expect {
-            _ = try PersistentContainer(model: try version("BookmarksModel 4.xcdatamodel"), store: .sqlite(store.url))
-        } throws: { error in
-            "\(error)".contains("favoriteFolders: changed from to-one to to-many")
+        // Version 4 turned the to-one favoriteFolder into the to-many favoriteFolders, whose
+        // inverse is the ordered favorites: inferred, as Core Data infers it. The links move
+        // into a link list, the favorites' order with them.
+        /// A store of version 3: the root folder's children c, b, a, and a favorites folder
+        /// holding a and c, in that order.
+        func seedVersion3(_ url: URL) throws -> (root: ManagedObjectID, favorites: ManagedObjectID) {
+            let container = try PersistentContainer(model: try version("BookmarksModel 3.xcdatamodel"), store: .sqlite(url))
+            let root = try seed(container, flag: nil)
+            return try container.viewContext.performAndWait {
+                let context = container.viewContext
+                let favorites = context.insertNewObject(forEntityName: "BookmarkEntity")
+                favorites.setValue("favorites", forKey: "title")
+                favorites.setValue(UUID().uuidString, forKey: "uuid")
+                favorites.setValue(true, forKey: "isFolder")
+                let children = try context.existingObject(with: root).objects(forKey: "children")  // c, b, a
+                favorites.setObjects([children[2], children[0]], forKey: "favorites")  // a, then c: not their key order
+                try context.save()
+                return (root, favorites.objectID)
+            }
         }
+        let store = TemporaryStore()
+        let (root, favoritesFolder) = try seedVersion3(store.url)
+        /// The favorites folder's favorites, in order, and each child's favorite folders (by title).
+        func favorites(_ container: PersistentContainer, root: ManagedObjectID, folder: ManagedObjectID) throws -> (titles: [String], folders: [String: [String]]) {
+            let context = container.newBackgroundContext()
+            return try context.performAndWait {
+                let titles = try context.existingObject(with: folder).objects(forKey: "favorites").map { $0.value("title", as: String.self) ?? "?" }
+                var folders: [String: [String]] = [:]
+                for child in try context.existingObject(with: root).objects(forKey: "children") {
+                    folders[child.value("title", as: String.self) ?? "?"] = child.objects(forKey: "favoriteFolders").map { $0.value("title", as: String.self) ?? "?" }
+                }
+                return (titles, folders)
+            }
+        }
+        let version4 = try PersistentContainer(model: try version("BookmarksModel 4.xcdatamodel"), store: .sqlite(store.url))
+        #expect(version4.coordinator.appliedMigration.steps.contains(
+            .makeToMany(entity: "BookmarkEntity", relationship: "favoriteFolders", inverseEntity: "BookmarkEntity", inverse: "favorites")),
+            "\(version4.coordinator.appliedMigration.steps)")
+        let moved = try favorites(version4, root: root, folder: favoritesFolder)
+        #expect(moved.titles == ["a", "c"], "the favorites' order moved with the links")
+        #expect(moved.folders == ["a": ["favorites"], "b": [], "c": ["favorites"]])
+        #expect(try childTitles(version4, root) == ["c", "b", "a"])
+        #expect(try version4.coordinator.checkIntegrity().isEmpty)
+        // A store of version 3 opened with the current version (6) takes the same step on the way.
+        let straight = TemporaryStore()
+        let seeded = try seedVersion3(straight.url)
+        let version6 = try PersistentContainer(model: current, store: .sqlite(straight.url))
+        #expect(try favorites(version6, root: seeded.root, folder: seeded.favorites).titles == ["a", "c"])
+        #expect(try childTitles(version6, seeded.root) == ["c", "b", "a"])
     }
 }

@@ -75,7 +75,11 @@ extension MigrationPlanner {
                 return
             }
             let sides = isSelfInverse ? [(first, old)] : [(first, old), (second, oldInverse)]
-            for ((entity, relationship), (_, was)) in sides where relationship.isToMany != was.isToMany {
+            // A to-one becoming to-many while its inverse stays to-many is inferred, as Core
+            // Data infers it: the links move into a link list (`planWidening`).
+            let widened = sides.firstIndex { $0.0.1.isToMany && !$0.1.1.isToMany }
+            let widens = sides.count == 2 && widened != nil && sides[1 - widened!].0.1.isToMany && sides[1 - widened!].1.1.isToMany
+            for ((entity, relationship), (_, was)) in sides where relationship.isToMany != was.isToMany && !widens {
                 refuse("\(entity.name).\(relationship.name): changed from \(Self.kind(was)) to \(Self.kind(relationship)), which cannot be inferred")
                 refused = true
             }
@@ -86,13 +90,17 @@ extension MigrationPlanner {
             // The places of an ordered side are kept under the names of the key or link list
             // they sit beside; moving those (a rename) is not planned yet.
             let isOrdered = first.1.isOrdered || second.1.isOrdered
-            if isOrdered, sides.contains(where: { $0.0.1.name != $0.1.1.name }) {
+            if isOrdered, !widens, sides.contains(where: { $0.0.1.name != $0.1.1.name }) {
                 refuse("\(first.0.name).\(first.1.name): renaming an ordered relationship or its inverse cannot be inferred yet")
                 refused = true
             }
             guard !refused else { return }
             for (now, was) in sides { try planKeptRelationship(now, was: was) }
-            planStorage(first, second, was: old, oldInverse)
+            if widens {
+                planWidening(sides[widened!].0, other: sides[1 - widened!].0, now: (first, second), was: (old, oldInverse))
+            } else {
+                planStorage(first, second, was: old, oldInverse)
+            }
         }
     }
 
@@ -212,6 +220,35 @@ extension MigrationPlanner {
             }
         default:
             break  // cardinalities are the same, so the kinds of storage are: checked before
+        }
+    }
+
+    /// A to-one (`widened`, now to-many) whose inverse (`other`) is to-many: the pair's links
+    /// were the key column the to-one's side kept (beside it, the inverse's places when the
+    /// inverse is ordered) and are now a join table. Each row holding a key becomes a link.
+    private mutating func planWidening(_ widened: (Entity, Relationship), other: (Entity, Relationship),
+                                       now: ((Entity, Relationship), (Entity, Relationship)),
+                                       was: ((Entity, Relationship), (Entity, Relationship))) {
+        guard case let .foreignKey(oldHolder, oldKey) = Self.links(was.0, was.1),
+              case let .joinTable(table, owner, ownerRelationship) = Self.links(now.0, now.1) else {
+            refuse("\(widened.0.name).\(widened.1.name): changed from to-one to to-many, whose links cannot be moved from where they are")
+            return
+        }
+        steps.append(.makeToMany(entity: widened.0.name, relationship: widened.1.name, inverseEntity: other.0.name, inverse: other.1.name))
+        let positions = [now.0.1, now.1.1].compactMap(\.positionName).sorted()
+        changes.createJoinTables.append((table, positions))
+        // `a` holds the keys of the side that names the table.
+        let widenedNamesTable = owner === widened.0 && ownerRelationship.index == widened.1.index
+        let (ownColumn, otherColumn) = widenedNamesTable ? ("a", "b") : ("b", "a")
+        let oldPlace = oldKey.inverseIsOrdered ? Relationship.positionName(ofKey: oldKey.name) : nil
+        var place: (joinColumn: String, fromColumn: String)?
+        if let joinColumn = other.1.positionName, let oldPlace { place = (joinColumn, oldPlace) }
+        for kind in source.withSubentities(oldHolder) {
+            guard let holder = match.destinationEntity(of: kind) else { continue }
+            changes.linkFills.append(SchemaChanges.LinkFill(table: table, ownColumn: ownColumn, otherColumn: otherColumn,
+                                                            fromTable: holder.name, keyColumn: oldKey.name, place: place))
+            changes.dropColumns.append((holder.name, oldKey.name))
+            if let oldPlace { changes.dropColumns.append((holder.name, oldPlace)) }
         }
     }
 

@@ -32,6 +32,9 @@ package struct SchemaChanges {
     package var createJoinTables: [(table: String, positions: [String])] = []
     /// Values written into existing rows once the columns are in place.
     package var fills: [Fill] = []
+    /// Links copied into new join tables (after `createJoinTables`) from the key columns of
+    /// to-ones that became to-many, before those columns are dropped.
+    package var linkFills: [LinkFill] = []
     /// Destination entities whose indexes are created (after `dropIndexes` and the fills).
     package var createIndexes: [Entity] = []
     /// Per destination entity name: the source property names its history rows name that are
@@ -53,6 +56,24 @@ package struct SchemaChanges {
         /// One-to-one links move: each row of `table` takes in `column` the key of the row of
         /// `fromTable` whose `fromColumn` (a column about to be dropped) holds its key.
         case links(table: String, column: String, fromTable: String, fromColumn: String)
+    }
+
+    /// The links a to-one kept in `keyColumn` of `fromTable` (a column about to be dropped),
+    /// each row that holds a key made one row of the join table `table`: the row's own key in
+    /// `ownColumn` (`a` or `b`), the key it held in the other. `place`, when the inverse is
+    /// ordered, copies the place kept beside the key into the join table's place column.
+    package struct LinkFill: Equatable {
+        package let table: String
+        package let ownColumn: String
+        package let otherColumn: String
+        package let fromTable: String
+        package let keyColumn: String
+        package let place: (joinColumn: String, fromColumn: String)?
+
+        package static func == (a: LinkFill, b: LinkFill) -> Bool {
+            (a.table, a.ownColumn, a.otherColumn, a.fromTable, a.keyColumn) == (b.table, b.ownColumn, b.otherColumn, b.fromTable, b.keyColumn)
+                && a.place?.joinColumn == b.place?.joinColumn && a.place?.fromColumn == b.place?.fromColumn
+        }
     }
 
     /// What an entity's indexes and uniqueness constraints are made from, in every store: its

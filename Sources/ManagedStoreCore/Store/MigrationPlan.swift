@@ -45,6 +45,9 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
     /// The links of a one-to-one relationship move to the other side's table: which side
     /// stores them follows the names (`ManagedObjectModel`), and a rename changed it.
     case moveLinks(entity: String, relationship: String, toTableOf: String)
+    /// A to-one whose inverse is to-many becomes to-many (one-to-many to many-to-many): its
+    /// links move from its key column into the pair's link list, the inverse's order with them.
+    case makeToMany(entity: String, relationship: String, inverseEntity: String, inverse: String)
     case addIndex(entity: String, properties: [String])
     case dropIndex(entity: String, properties: [String])
     case addUniquenessConstraint(entity: String, properties: [String])
@@ -88,6 +91,8 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
             return "remove one-way relationship \(entity).\(relationship) -> \(destination) and its links"
         case let .moveLinks(entity, relationship, toTableOf):
             return "move the links of \(entity).\(relationship) into \(toTableOf)'s table"
+        case let .makeToMany(entity, relationship, inverseEntity, inverse):
+            return "make \(entity).\(relationship) to-many (<-> \(inverseEntity).\(inverse), to-many): its links move into a link list"
         case let .addIndex(entity, properties):
             return "add index \(entity)(\(properties.joined(separator: ", ")))"
         case let .dropIndex(entity, properties):

@@ -53,6 +53,15 @@ struct PGSchemaChangeRunner {
         for (table, _) in changes.createJoinTables {
             for statement in schema.createLinkTable(table) { try execute(statement) }
         }
+        for fill in changes.linkFills {
+            // Columns about to be dropped are read under the names they were set aside under.
+            func column(_ name: String) -> String { quote(aside["\(fill.fromTable).\(name)"] ?? name) }
+            let key = column(fill.keyColumn)
+            let into = [fill.ownColumn, fill.otherColumn] + (fill.place.map { [$0.joinColumn] } ?? [])
+            let values = ["_pk", key] + (fill.place.map { [column($0.fromColumn)] } ?? [])
+            try execute("INSERT INTO \(quote(fill.table)) (\(into.map(quote).joined(separator: ", "))) "
+                        + "SELECT \(values.joined(separator: ", ")) FROM \(quote(fill.fromTable)) WHERE \(key) IS NOT NULL")
+        }
         for (table, column) in changes.dropColumns {
             try execute("ALTER TABLE \(quote(table)) DROP COLUMN \(quote(aside["\(table).\(column)"] ?? column))")
         }

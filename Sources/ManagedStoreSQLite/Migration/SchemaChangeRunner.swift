@@ -56,6 +56,15 @@ struct SchemaChangeRunner {
             try connection.execute(StoreSchema.createJoinTable(named: quoteIdentifier(table), positions: positions))
             try connection.execute(StoreSchema.createJoinTableIndex(quoteIdentifier(table)))
         }
+        for fill in changes.linkFills {
+            // Columns about to be dropped are read under the names they were set aside under.
+            func column(_ name: String) -> String { quoteIdentifier(aside["\(fill.fromTable).\(name)"] ?? name) }
+            let key = column(fill.keyColumn)
+            let into = [fill.ownColumn, fill.otherColumn] + (fill.place.map { [$0.joinColumn] } ?? [])
+            let values = ["\"_pk\"", key] + (fill.place.map { [column($0.fromColumn)] } ?? [])
+            try connection.execute("INSERT INTO \(quoteIdentifier(fill.table)) (\(into.map(quoteIdentifier).joined(separator: ", "))) "
+                                   + "SELECT \(values.joined(separator: ", ")) FROM \(quoteIdentifier(fill.fromTable)) WHERE \(key) IS NOT NULL")
+        }
         for (table, column) in changes.dropColumns {
             try connection.execute("ALTER TABLE \(quoteIdentifier(table)) DROP COLUMN \(quoteIdentifier(aside["\(table).\(column)"] ?? column))")
         }
