@@ -395,6 +395,39 @@ struct LightweightMigrationTests {
         }
     }
 
+    @Test("both sides of a many-to-many made ordered, then unordered again: the links stay, in key order until reordered")
+    func manyToManyOrderChanges() throws {
+        let store = try F.makeStore()
+        defer { withExtendedLifetime(store) {} }
+        let ordered = try F.version2 { entities in
+            entities = F.changing(entities, "Task") { $0.relationships[1].isOrdered = true }
+            entities = F.changing(entities, "Tag") { $0.relationships[0].isOrdered = true }
+        }
+        let container = try migrate(store, to: ordered, expecting: [
+            "make Task.tags ordered: its members keep their key order until reordered",
+            "make Tag.tasks ordered: its members keep their key order until reordered",
+        ])
+        let context = container.newBackgroundContext()
+        let land = try F.object(context, "Task", "title", "Land")
+        let urgent = try F.object(context, "Tag", "label", "urgent")
+        try context.performAndWait {
+            #expect(land.objects(forKey: "tags").map { $0.value("label", as: String.self) } == ["urgent", "moon"], "key order")
+            land.setObjects(land.objects(forKey: "tags").reversed(), forKey: "tags")
+            urgent.setObjects(urgent.objects(forKey: "tasks").reversed(), forKey: "tasks")
+            try context.save()
+        }
+        let reader = container.newBackgroundContext()
+        try reader.performAndWait { () throws in
+            #expect(try reader.existingObject(with: land.objectID).objects(forKey: "tags").map { $0.value("label", as: String.self) } == ["moon", "urgent"])
+            #expect(try reader.existingObject(with: urgent.objectID).objects(forKey: "tasks").map { $0.value("title", as: String.self) } == ["Land", "Launch!"])
+        }
+        // Back to version 1's relationships (as version 3).
+        _ = try migrate(store, to: try F.model(F.entities(), version: 3), expecting: [
+            "make Task.tags unordered: its order is dropped",
+            "make Tag.tasks unordered: its order is dropped",
+        ])
+    }
+
     @Test("a removed relationship takes its links, not its objects")
     func removeRelationship() throws {
         let store = try F.makeStore()

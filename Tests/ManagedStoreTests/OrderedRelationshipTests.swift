@@ -203,7 +203,7 @@ struct OrderedRelationshipTests {
 }
 
 extension OrderedRelationshipTests {
-    @Test("a migration that would make a relationship ordered, or rename an ordered one, is refused saying so; one that keeps it keeps the order")
+    @Test("a migration makes a relationship ordered (key order until reordered) or unordered; renaming an ordered one is refused saying so; one that keeps it keeps the order")
     func migrations() throws {
         func model(ordered: Bool, itemsName: String = "items", version: Int) throws -> ManagedObjectModel {
             try ManagedObjectModel(name: "Folders", version: version, entities: [
@@ -224,9 +224,25 @@ extension OrderedRelationshipTests {
             first.viewContext.insertNewObject(forEntityName: "Item").setObject(folder, forKey: "folder")
             try first.viewContext.save()
         }
-        #expect {
-            _ = try PersistentContainer(model: try model(ordered: true, version: 2), store: .sqlite(store.url))
-        } throws: { error in "\(error)".contains("Folder.items: now ordered, which cannot be inferred yet") }
+        // Made ordered, as Core Data infers it: the members keep their key order until a write orders them.
+        let madeOrdered = try PersistentContainer(model: try model(ordered: true, version: 2), store: .sqlite(store.url))
+        #expect(madeOrdered.coordinator.appliedMigration.steps.contains(.changeOrder(entity: "Folder", relationship: "items", isOrdered: true)))
+        let reordered = try madeOrdered.viewContext.performAndWait {
+            let context = madeOrdered.viewContext
+            let folder = try #require(try context.fetch(FetchRequest(entityName: "Folder")).first)
+            let old = folder.objects(forKey: "items")
+            let new = ["x", "y"].map { name in
+                let item = context.insertNewObject(forEntityName: "Item")
+                item.setValue(name, forKey: "name")
+                return item
+            }
+            old[0].setValue("w", forKey: "name")
+            folder.setObjects([new[1], old[0], new[0]], forKey: "items")
+            try context.save()
+            return folder.objectID
+        }
+        #expect(try Self.storedNames(madeOrdered, reordered, "items") == ["y", "w", "x"])
+        #expect(try madeOrdered.coordinator.checkIntegrity().isEmpty)
 
         let orderedStore = TemporaryStore()
         let ordered = try PersistentContainer(model: try model(ordered: true, version: 1), store: .sqlite(orderedStore.url))
@@ -250,6 +266,13 @@ extension OrderedRelationshipTests {
         kept[1].attributes.removeLast()
         let migrated = try PersistentContainer(model: try ManagedObjectModel(name: "Folders", version: 2, entities: kept), store: .sqlite(orderedStore.url))
         #expect(try Self.storedNames(migrated, folder, "items") == ["c", "b", "a"])
+        // Made unordered: the order goes, the members stay, in key order.
+        var unordered = try model(ordered: false, version: 3).entities
+        unordered[1].attributes.removeLast()
+        let dropped = try PersistentContainer(model: try ManagedObjectModel(name: "Folders", version: 3, entities: unordered), store: .sqlite(orderedStore.url))
+        #expect(dropped.coordinator.appliedMigration.steps.contains(.changeOrder(entity: "Folder", relationship: "items", isOrdered: false)))
+        #expect(try Self.storedNames(dropped, folder, "items") == ["a", "b", "c"])
+        #expect(try dropped.coordinator.checkIntegrity().isEmpty)
     }
 }
 

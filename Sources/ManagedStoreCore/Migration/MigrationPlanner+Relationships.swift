@@ -83,8 +83,15 @@ extension MigrationPlanner {
                 refuse("\(entity.name).\(relationship.name): changed from \(Self.kind(was)) to \(Self.kind(relationship)), which cannot be inferred")
                 refused = true
             }
-            for ((entity, relationship), (_, was)) in sides where relationship.isOrdered != was.isOrdered {
-                refuse("\(entity.name).\(relationship.name): \(relationship.isOrdered ? "now" : "no longer") ordered, which cannot be inferred yet")
+            // A to-many made ordered or unordered is inferred, as Core Data infers it, when the
+            // pair keeps its names and storage (`planOrderChanges`).
+            let reordered = sides.filter { $0.0.1.isOrdered != $0.1.1.isOrdered }.map(\.0)
+            let renamed = sides.contains { $0.0.1.name != $0.1.1.name }
+            if !reordered.isEmpty && (renamed || widens || isSelfInverse) {
+                for (entity, relationship) in reordered {
+                    refuse("\(entity.name).\(relationship.name): \(relationship.isOrdered ? "now" : "no longer") ordered, "
+                           + "together with a rename or another change of the pair, which cannot be inferred yet")
+                }
                 refused = true
             }
             // The places of an ordered side are kept under the names of the key or link list
@@ -100,6 +107,7 @@ extension MigrationPlanner {
                 planWidening(sides[widened!].0, other: sides[1 - widened!].0, now: (first, second), was: (old, oldInverse))
             } else {
                 planStorage(first, second, was: old, oldInverse)
+                for side in reordered { planOrderChange(side, pair: (first, second), was: (old, oldInverse)) }
             }
         }
     }
@@ -249,6 +257,28 @@ extension MigrationPlanner {
                                                             fromTable: holder.name, keyColumn: oldKey.name, place: place))
             changes.dropColumns.append((holder.name, oldKey.name))
             if let oldPlace { changes.dropColumns.append((holder.name, oldPlace)) }
+        }
+    }
+
+    /// A to-many made ordered or unordered, its pair's names and storage kept: the places of
+    /// its members are a column beside the key its inverse keeps (in every table below the
+    /// key's holder), or a column of the pair's join table. A new column starts empty: every
+    /// member unplaced, so in key order, the order it had. A dropped one takes the order.
+    private mutating func planOrderChange(_ side: (Entity, Relationship), pair now: ((Entity, Relationship), (Entity, Relationship)),
+                                          was: ((Entity, Relationship), (Entity, Relationship))) {
+        let (entity, relationship) = side
+        steps.append(.changeOrder(entity: entity.name, relationship: relationship.name, isOrdered: relationship.isOrdered))
+        switch Self.links(now.0, now.1) {
+        case let .foreignKey(holder, key):
+            let column = Relationship.positionName(ofKey: key.name)
+            for table in destination.withSubentities(holder) where match.sourceEntity(of: table) != nil {
+                if relationship.isOrdered { changes.addColumns.append((table.name, column, .key)) } else { changes.dropColumns.append((table.name, column)) }
+            }
+        case let .joinTable(table, owner, ownerRelationship):
+            // `_order_a` for the side that names the table, `_order_b` for the other.
+            let namesTable = owner === entity && ownerRelationship.index == relationship.index
+            let column = namesTable ? "_order_a" : "_order_b"
+            if relationship.isOrdered { changes.addColumns.append((table, column, .key)) } else { changes.dropColumns.append((table, column)) }
         }
     }
 

@@ -48,6 +48,9 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
     /// A to-one whose inverse is to-many becomes to-many (one-to-many to many-to-many): its
     /// links move from its key column into the pair's link list, the inverse's order with them.
     case makeToMany(entity: String, relationship: String, inverseEntity: String, inverse: String)
+    /// A to-many becomes ordered (its members keep their key order until a write orders
+    /// them) or unordered (its order is dropped).
+    case changeOrder(entity: String, relationship: String, isOrdered: Bool)
     case addIndex(entity: String, properties: [String])
     case dropIndex(entity: String, properties: [String])
     case addUniquenessConstraint(entity: String, properties: [String])
@@ -91,6 +94,9 @@ public enum MigrationStep: Sendable, Hashable, CustomStringConvertible {
             return "remove one-way relationship \(entity).\(relationship) -> \(destination) and its links"
         case let .moveLinks(entity, relationship, toTableOf):
             return "move the links of \(entity).\(relationship) into \(toTableOf)'s table"
+        case let .changeOrder(entity, relationship, isOrdered):
+            return isOrdered ? "make \(entity).\(relationship) ordered: its members keep their key order until reordered"
+                : "make \(entity).\(relationship) unordered: its order is dropped"
         case let .makeToMany(entity, relationship, inverseEntity, inverse):
             return "make \(entity).\(relationship) to-many (<-> \(inverseEntity).\(inverse), to-many): its links move into a link list"
         case let .addIndex(entity, properties):
