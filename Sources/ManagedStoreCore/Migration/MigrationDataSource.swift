@@ -9,10 +9,11 @@ package protocol MigrationDataSource {
     func nullCount(_ entity: Entity, column: String) throws(StoreError) -> Int
     /// The objects of `entity` whose to-one `relationship` holds no object.
     func missingLinkCount(_ entity: Entity, _ relationship: Relationship, model: ManagedObjectModel) throws(StoreError) -> Int
-    /// Values that more than one object of `entity` would share under a uniqueness constraint
-    /// made of `values`, and how many objects share them; nil when none do. Objects with no
-    /// value among them never conflict (as in a unique index).
-    func firstDuplicate(_ entity: Entity, _ values: [MigrationValue]) throws(StoreError) -> (values: [AttributeValue], count: Int)?
+    /// Values that more than one object would share under a uniqueness constraint, and how
+    /// many objects share them; nil when none do. Each part is an entity (a source entity) and
+    /// how its values are found; a constraint of a parent entity spans several, compared with
+    /// each other. Objects with no value among them never conflict (as in a unique index).
+    func firstDuplicate(across parts: [(entity: Entity, values: [MigrationValue])]) throws(StoreError) -> (values: [AttributeValue], count: Int)?
     /// How many keys more than one of `entities` (source entities) hold.
     func sharedKeyCount(_ entities: [Entity]) throws(StoreError) -> Int
 }

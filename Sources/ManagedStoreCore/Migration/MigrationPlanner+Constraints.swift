@@ -20,10 +20,12 @@ extension MigrationPlanner {
         }
         let kept = oldConstraints.compactMap(renamed)
         for (c, constraint) in newConstraints.enumerated() where !kept.contains(constraint) {
-            if let reason = try spanningProblem(constraint, owner: destination.schema[entity.uniquenessOwners[c]]) {
+            // A constraint a parent declared holds across its kinds: their values are compared
+            // with each other (once, from whichever kind comes first).
+            let owner = destination.schema[entity.uniquenessOwners[c]]
+            if let duplicate = try duplicate(under: constraint, owner: owner) {
+                let reason = "\(owner.name): uniqueness constraint (\(constraint.joined(separator: ", "))) cannot be added: \(duplicate)"
                 if !refusals.contains(reason) { refuse(reason) }
-            } else if let duplicate = try duplicate(under: constraint, of: entity, from: old) {
-                refuse("\(entity.name): uniqueness constraint (\(constraint.joined(separator: ", "))) cannot be added: \(duplicate)")
             } else {
                 steps.append(.addUniquenessConstraint(entity: entity.name, properties: constraint))
             }
@@ -38,25 +40,26 @@ extension MigrationPlanner {
         }
     }
 
-    /// A constraint of an entity with sub-entities holds across all of them, which no unique
-    /// index can check: when it is new to a kind and more than one kind has stored objects,
-    /// their values are not compared with each other here yet, so the migration is refused.
-    private mutating func spanningProblem(_ constraint: [String], owner: Entity) throws(StoreError) -> String? {
-        guard owner.kinds.count > 1 else { return nil }
-        var holding: [String] = []
-        for kind in owner.kinds.map({ destination.schema[$0] }) {
-            if let old = match.sourceEntity(of: kind), try objectCount(old) > 0 { holding.append(kind.name) }
+    /// Objects that would break the new uniqueness `constraint` of `owner` once migrated,
+    /// described; nil when there are none (or no data to read). The objects are those of
+    /// every kind of `owner` that the store already has.
+    private func duplicate(under constraint: [String], owner: Entity) throws(StoreError) -> String? {
+        guard let data else { return nil }
+        var parts: [(entity: Entity, values: [MigrationValue])] = []
+        for kind in (owner.isSingleKind ? [owner.index] : owner.kinds).map({ destination.schema[$0] }) {
+            guard let old = match.sourceEntity(of: kind) else { continue }
+            guard let values = migrationValues(constraint, of: kind, from: old) else { return nil }
+            parts.append((old, values))
         }
-        guard holding.count > 1 else { return nil }
-        return "\(owner.name): uniqueness constraint (\(constraint.joined(separator: ", "))) spans \(holding.joined(separator: ", ")), "
-            + "which already hold objects: a migration does not compare their values across sub-entities yet"
+        guard let found = try data.firstDuplicate(across: parts) else { return nil }
+        let shared = zip(constraint, found.values).map { "\($0) = \(MigrationStep.text($1))" }.joined(separator: ", ")
+        return "\(found.count) objects share \(shared)"
     }
 
-    /// Objects that would break the new uniqueness `constraint` once migrated, described;
-    /// nil when there are none (or no data to read). Each value is read as it will be: a
-    /// kept column, a column whose NULLs take the default, or a new attribute's default.
-    private func duplicate(under constraint: [String], of entity: Entity, from old: Entity) throws(StoreError) -> String? {
-        guard let data else { return nil }
+    /// How each value of `constraint` is read for `entity`'s objects as they will be: a kept
+    /// column, a column whose NULLs take the default, or a new attribute's default. Nil when
+    /// no check applies (a type change, refused elsewhere).
+    private func migrationValues(_ constraint: [String], of entity: Entity, from old: Entity) -> [MigrationValue]? {
         var values: [MigrationValue] = []
         for name in constraint {
             guard let a = entity.attributeIndex(name) else { return nil }  // the model checker allows attributes only
@@ -73,8 +76,6 @@ extension MigrationPlanner {
                 values.append(.constant(attribute.defaultValue, attribute.type))
             }
         }
-        guard let found = try data.firstDuplicate(old, values) else { return nil }
-        let shared = zip(constraint, found.values).map { "\($0) = \(MigrationStep.text($1))" }.joined(separator: ", ")
-        return "\(found.count) objects share \(shared)"
+        return values
     }
 }

@@ -34,33 +34,39 @@ struct PGMigrationData: MigrationDataSource {
     }
 
     /// As in PostgreSQL's unique constraints, objects with a NULL among the values never conflict.
-    func firstDuplicate(_ entity: Entity, _ values: [MigrationValue]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
-        var expressions: [String] = []
+    func firstDuplicate(across parts: [(entity: Entity, values: [MigrationValue])]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
+        guard let types = parts.first?.values.map(\.type) else { return nil }
+        var selects: [String] = []
         var parameters: [String?] = []
-        // A parameter is numbered once and may be named in the WHERE, the GROUP BY and the result alike.
+        // A parameter is numbered once, cast to its column's type so that the parts line up.
         func parameter(_ value: AttributeValue, _ type: AttributeType) throws(StoreError) -> String {
             parameters.append(try PGValues.text(value))
             return "$\(parameters.count)::\(PGValues.columnType(type))"
         }
-        for value in values {
-            switch value {
-            case .column(let name, _):
-                expressions.append(PGValues.quote(name))
-            case let .columnOrDefault(name, fallback, type):
-                expressions.append("coalesce(\(PGValues.quote(name)), \(try parameter(fallback, type)))")
-            case let .constant(constant, type):
-                if constant.isNull { return nil }
-                expressions.append(try parameter(constant, type))
+        for (entity, values) in parts {
+            if values.contains(where: { if case .constant(let constant, _) = $0 { constant.isNull } else { false } }) { continue }
+            var expressions: [String] = []
+            for value in values {
+                switch value {
+                case .column(let name, _):
+                    expressions.append(PGValues.quote(name))
+                case let .columnOrDefault(name, fallback, type):
+                    expressions.append("coalesce(\(PGValues.quote(name)), \(try parameter(fallback, type)))")
+                case let .constant(constant, type):
+                    expressions.append(try parameter(constant, type))
+                }
             }
+            selects.append("SELECT " + expressions.enumerated().map { "\($1) AS v\($0)" }.joined(separator: ", ") + " FROM \(PGValues.quote(entity.name))")
         }
-        let list = expressions.joined(separator: ", ")
-        let notNull = expressions.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+        guard !selects.isEmpty else { return nil }
+        let list = types.indices.map { "v\($0)" }.joined(separator: ", ")
+        let notNull = types.indices.map { "v\($0) IS NOT NULL" }.joined(separator: " AND ")
         let result = try connection.execute(
-            "SELECT \(list), count(*) FROM \(PGValues.quote(entity.name)) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1 LIMIT 1",
+            "SELECT \(list), count(*) FROM (\(selects.joined(separator: " UNION ALL "))) AS parts WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1 LIMIT 1",
             parameters)
         guard result.rowCount > 0 else { return nil }
-        let found = values.enumerated().map { i, value in PGValues.value(result.text(0, i), type: value.type) }
-        return (found, Int(result.int64(0, values.count) ?? 0))
+        let found = types.enumerated().map { i, type in PGValues.value(result.text(0, i), type: type) }
+        return (found, Int(result.int64(0, types.count) ?? 0))
     }
 
     private func count(_ sql: String) throws(StoreError) -> Int {

@@ -32,32 +32,41 @@ struct SQLiteMigrationData: MigrationDataSource {
     }
 
     /// As in SQLite's unique index, objects with a NULL among the values never conflict.
-    func firstDuplicate(_ entity: Entity, _ values: [MigrationValue]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
-        var expressions: [String] = []
+    func firstDuplicate(across parts: [(entity: Entity, values: [MigrationValue])]) throws(StoreError) -> (values: [AttributeValue], count: Int)? {
+        guard let types = parts.first?.values.map(\.type) else { return nil }
+        var selects: [String] = []
         var arguments: [AttributeValue] = []
-        for value in values {
-            switch value {
-            case .column(let name, _):
-                expressions.append(quoteIdentifier(name))
-            case let .columnOrDefault(name, fallback, _):
-                expressions.append("coalesce(\(quoteIdentifier(name)), ?)")
-                arguments.append(fallback)
-            case .constant(let constant, _):
-                if constant.isNull { return nil }
-                expressions.append("?")
-                arguments.append(constant)
+        for (entity, values) in parts {
+            var expressions: [String] = []
+            var partArguments: [AttributeValue] = []
+            var neverConflicts = false
+            for value in values {
+                switch value {
+                case .column(let name, _):
+                    expressions.append(quoteIdentifier(name))
+                case let .columnOrDefault(name, fallback, _):
+                    expressions.append("coalesce(\(quoteIdentifier(name)), ?)")
+                    partArguments.append(fallback)
+                case .constant(let constant, _):
+                    neverConflicts = neverConflicts || constant.isNull
+                    expressions.append("?")
+                    partArguments.append(constant)
+                }
             }
+            guard !neverConflicts else { continue }  // a NULL in every row: none of them conflicts
+            selects.append("SELECT " + expressions.enumerated().map { "\($1) AS \"v\($0)\"" }.joined(separator: ", ") + " FROM \(entity.table)")
+            arguments += partArguments
         }
-        // Each expression is repeated in the WHERE, the GROUP BY and the result: its `?`s too.
-        let list = expressions.joined(separator: ", ")
-        let notNull = expressions.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-        let sql = "SELECT \(list), count(*) FROM \(entity.table) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1 LIMIT 1"
+        guard !selects.isEmpty else { return nil }
+        let columns = types.indices.map { "\"v\($0)\"" }
+        let list = columns.joined(separator: ", ")
+        let notNull = columns.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+        let sql = "SELECT \(list), count(*) FROM (\(selects.joined(separator: " UNION ALL "))) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1 LIMIT 1"
         return try connection.withStatement(sql) { s throws(StoreError) -> (values: [AttributeValue], count: Int)? in
-            let all = arguments + arguments + arguments
-            for (i, argument) in all.enumerated() { s.bind(argument, at: Int32(i + 1)) }
+            for (i, argument) in arguments.enumerated() { s.bind(argument, at: Int32(i + 1)) }
             guard try s.step() else { return nil }
-            let found = values.enumerated().map { i, value in s.value(Int32(i), as: value.type) }
-            return (found, Int(s.int64(Int32(values.count))))
+            let found = types.enumerated().map { i, type in s.value(Int32(i), as: type) }
+            return (found, Int(s.int64(Int32(types.count))))
         }
     }
 }
