@@ -206,6 +206,10 @@ struct RelationshipToParentTests {
                 #expect(try titles("Item", "related == %@", s.items["l1"]!) == ["n2"], "compared with an ID of a sub-entity")
                 #expect(try titles("Item", "folder.name == 'inbox' AND ANY tags.name == 'red'") == ["n1", "v1"])
                 #expect(try titles("Folder", "featured == %@", s.items["v1"]!) == ["inbox"])
+                // An abstract entity has no objects: its "ID" names nothing, whichever kind holds the key.
+                let abstract = "Item/\(s.items["l1"]!.primaryKey!)"
+                #expect(throws: FetchError.self) { _ = try titles("Note", "related == %@", abstract) }
+                #expect(throws: FetchError.self) { _ = try titles("Folder", "featured == %@", "Note/\(s.items["n1"]!.primaryKey!)") }
             }
         }
     }

@@ -413,6 +413,12 @@ struct PredicateChecker {
         }
     }
 
+    /// "a Task", or for a parent entity "a Note or Link" (its concrete kinds).
+    private static func objectOf(_ destination: Entity, _ model: ManagedObjectModel) -> String {
+        guard !destination.isSingleKind else { return "a \(destination.name)" }
+        return "a " + destination.kinds.map { model.schema[$0].name }.joined(separator: " or ")
+    }
+
     /// Whether `id` names an object a relationship to `destination` can hold: one of that
     /// entity or of an entity below it.
     private func isKind(_ id: ManagedObjectID, of destination: Entity) -> Bool {
@@ -431,13 +437,14 @@ struct PredicateChecker {
             case .attribute(.null): return value
             case .object(let id):
                 guard isKind(id, of: destination), id.storeIdentifier == storeIdentifier else {
-                    throw incompatible("\(id) is not a \(destination.name) of this store")
+                    throw incompatible("\(id) is not \(Self.objectOf(destination, model)) of this store")
                 }
                 return value
             case .attribute(.string(let text)):
                 // The API's form of an object ID: "Project/7".
                 guard let id = ManagedObjectID(description: text, storeIdentifier: storeIdentifier), isKind(id, of: destination) else {
-                    throw incompatible("\"\(text)\" is not a \(destination.name) ID such as \"\(destination.name)/7\"")
+                    let example = model.schema[destination.kinds.first ?? destination.index].name
+                    throw incompatible("\"\(text)\" is not the ID of \(Self.objectOf(destination, model)), such as \"\(example)/7\"")
                 }
                 return .object(id)
             case .attribute(let v):

@@ -83,9 +83,10 @@ package struct DestinationIDs {
 
 extension ManagedObjectModel {
     /// Whether an object of entity `kind` can be a destination of a relationship to
-    /// `destination`: it is that entity, or one below it.
+    /// `destination`: it is that entity or one below it, and not abstract (an abstract entity
+    /// has no objects: `Item/3` names nothing, whichever kind holds key 3).
     package func isKind(_ kind: Int, of destination: Int) -> Bool {
-        kind == destination || schema[destination].kinds.contains(kind)
+        schema[destination].kinds.contains(kind)
     }
 
     /// The entity whose objects (its kinds' too) hold this side of `relationship`'s links, as
@@ -111,7 +112,6 @@ extension ManagedObjectModel {
 
     /// `isKind` by entity names; false for a name the model does not have.
     package func isKind(named kind: String, of destination: String) -> Bool {
-        if kind == destination { return entityIndexByName[kind] != nil }
         guard let k = entityIndexByName[kind], let d = entityIndexByName[destination] else { return false }
         return isKind(k, of: d)
     }
