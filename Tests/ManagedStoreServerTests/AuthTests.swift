@@ -134,6 +134,32 @@ struct AuthTests {
         #expect(listed.status == 200 && listed.text.contains("Secret/1"))
     }
 
+    @Test("include and an aggregate's select reach other entities' values: they need read access to each of them")
+    func includeNeedsTheDestinationsScope() throws {
+        let server = try ServerHarness { service, _ in
+            service.accessTokens = [
+                AccessToken(name: "tasks", token: "tasks-secret", scopes: [AccessScope(.read, entity: "Task")]),
+                AccessToken(name: "both", token: "both-secret", scopes: [AccessScope(.read, entity: "Task"), AccessScope(.read, entity: "Project"),
+                                                                        AccessScope(.read, entity: "Tag")]),
+                AccessToken(name: "admin", token: "admin-secret", scopes: [AccessScope(.admin)]),
+            ]
+        }
+        let project = try server.request("POST", "/v1/objects/Project", json: #"{"name": "Apollo"}"#, headers: Self.bearer("admin-secret"))
+        #expect(project.status == 201)
+        #expect(try server.request("POST", "/v1/objects/Task", json: #"{"title": "Launch", "project": "Project/1"}"#, headers: Self.bearer("admin-secret")).status == 201)
+        for path in ["/v1/objects/Task?include=project", "/v1/objects/Task/1?include=project", "/v1/objects/Task?include=tags,project",
+                     "/v1/objects/Task/aggregate?select=project.name,count()", "/v1/objects/Task/aggregate?select=n:project.name"] {
+            let refused = try server.request("GET", path, headers: Self.bearer("tasks-secret"))
+            #expect(refused.status == 403 && refused.text.contains("Project"), "\(path): \(refused.text)")
+            let allowed = try server.request("GET", path, headers: Self.bearer("both-secret"))
+            #expect(allowed.status == 200 && allowed.text.contains("Apollo"), "\(path): \(allowed.text)")
+        }
+        // Without include, a to-one answers the related object's ID only: the task's own scope suffices.
+        let plain = try server.request("GET", "/v1/objects/Task/1", headers: Self.bearer("tasks-secret"))
+        #expect(plain.status == 200 && plain.json?["project"] as? String == "Project/1")
+        #expect(try server.request("GET", "/v1/objects/Task/aggregate?select=priority,count()", headers: Self.bearer("tasks-secret")).status == 200)
+    }
+
     @Test("tokens files: sha256 or plain entries, scopes checked, bad files refused with a reason")
     func tokensFile() throws {
         let digest = SHA256.hex(Array("s3cret".utf8))

@@ -495,7 +495,7 @@ enum OpenAPIDocument {
       "name": "select",
       "in": "query",
       "required": true,
-      "description": "Group keys and aggregates, comma-separated, PostgREST style; see above. Two items with the same name are 400, which no schema can say.",
+      "description": "Group keys and aggregates, comma-separated, PostgREST style; see above. Two items with the same name are 400, which no schema can say. A token narrowed to some entities needs read on every entity a key path reaches through a relationship (403 `forbidden`).",
       "schema": {
        "$ref": "#/components/schemas/AggregateSelect"
       },
@@ -1454,7 +1454,7 @@ enum OpenAPIDocument {
    "Include": {
     "name": "include",
     "in": "query",
-    "description": "Comma-separated relationship key paths to embed as objects instead of IDs (e.g. `project,tags`), each at most 3 relationships deep (400 beyond). An object already being embedded around itself (a cycle such as `tasks.project`) is written as its ID; one answer embeds at most 10,000 objects (400 beyond).",
+    "description": "Comma-separated relationship key paths to embed as objects instead of IDs (e.g. `project,tags`), each at most 3 relationships deep (400 beyond). An object already being embedded around itself (a cycle such as `tasks.project`) is written as its ID; one answer embeds at most 10,000 objects (400 beyond). A token narrowed to some entities needs read on every entity an include reaches (403 `forbidden` naming it).",
     "schema": {
      "$ref": "#/components/schemas/IncludePaths"
     }

@@ -179,6 +179,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
             guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
             try access.require(token, .read, on: .entity(entity.name))
             try requireKinds(token, .read, of: entity)
+            try requireReachedBySelect(request, token, from: entity)
             return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
@@ -195,6 +196,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         try requireKinds(token, AccessControl.level(for: request.method), of: entity)
         switch request.method {
         case "GET", "HEAD":
+            try requireIncluded(request, token, from: entity)
             return .respond(try reads.fetch(request, entity: entity))
         case "POST":
             return try enqueue(request) { try parser.insert(request, entity: entity) }
@@ -213,6 +215,42 @@ public final class ManagedStoreService: HTTPRequestHandler {
         for kind in model.kindNames(of: entity.name) where kind != entity.name { try access.require(token, level, on: .entity(kind)) }
     }
 
+    /// `include` embeds the related objects whole: it needs read access to every entity it
+    /// reaches, and to each sub-entity of a parent it reaches. (A path the model does not have
+    /// is the read's own 400.)
+    private func requireIncluded(_ request: HTTPRequest, _ token: AccessToken?, from entity: EntityDescription) throws(Problem) {
+        guard let text = request.queryValue("include"), let tree = try? IncludeTree(text, entity: entity, model: model) else { return }
+        func walk(_ tree: IncludeTree, from entity: EntityDescription) throws(Problem) {
+            for (name, child) in tree.children.sorted(by: { $0.key < $1.key }) {
+                guard let destination = entity.relationship(named: name).flatMap({ model.entity(named: $0.destination) }) else { continue }
+                try requireRead(destination, token)
+                try walk(child, from: destination)
+            }
+        }
+        try walk(tree, from: entity)
+    }
+
+    /// An aggregate's `select` answers the values its key paths reach: through a relationship,
+    /// another entity's, which needs read access as `include` does.
+    private func requireReachedBySelect(_ request: HTTPRequest, _ token: AccessToken?, from entity: EntityDescription) throws(Problem) {
+        guard let text = request.queryValue("select") else { return }
+        for item in text.split(separator: ",") {
+            // `[name:]key.path` or `[name:][key.path.]function()`: the relationships come first.
+            var current = entity
+            for step in (item.split(separator: ":", maxSplits: 1).last ?? item).split(separator: ".") {
+                let name = step.trimmingCharacters(in: .whitespaces)
+                guard let destination = current.relationship(named: name).flatMap({ model.entity(named: $0.destination) }) else { break }
+                try requireRead(destination, token)
+                current = destination
+            }
+        }
+    }
+
+    private func requireRead(_ entity: EntityDescription, _ token: AccessToken?) throws(Problem) {
+        try access.require(token, .read, on: .entity(entity.name))
+        try requireKinds(token, .read, of: entity)
+    }
+
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
         try access.require(token, AccessControl.level(for: request.method), on: .entity(entity.name))
@@ -221,6 +259,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
         switch request.method {
         case "GET", "HEAD":
+            try requireIncluded(request, token, from: entity)
             return .respond(try reads.getOne(request, id: id, entity: entity))
         case "PATCH", "PUT":
             return try enqueue(request) { try parser.update(request, id: id, entity: entity, replace: request.method == "PUT") }
