@@ -49,6 +49,16 @@ extension ManagedObjectContext {
         }
     }
 
+    /// One object's stored row, with the kinds of its keys to parent entities read in the
+    /// same read (`noteDestinationKinds`): what a fault or a refresh materializes.
+    func readStoredRow(of entity: Entity, key: Int64) throws -> StoredRow? {
+        try readStore { session in
+            let row = try session.row(of: entity, key: key)
+            if let row { try noteDestinationKinds(of: CollectionOfOne(row), entity: entity, session: session) }
+            return row
+        }
+    }
+
     /// The ID of the object `key` names among the kinds of `destination` (a parent entity):
     /// from the cache, else read from the store as this context reads it.
     func destinationID(_ key: Int64, of destination: Entity) -> ManagedObjectID {
@@ -62,6 +72,9 @@ extension ManagedObjectContext {
             }
             return id
         } catch {
+            // Materializing cannot throw: a store that fails this read has failed the fault
+            // firing it, which traps the same way (`fireFault`). No request reaches it with a
+            // working store; `existingObject(with:)` is the throwing way in.
             preconditionFailure("ManagedStore could not read which kind of \(destination.name) key \(key) names: \(error)")
         }
     }

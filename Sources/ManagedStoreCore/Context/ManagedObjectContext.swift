@@ -430,11 +430,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             if parent != nil { return try loadFaultFromParent(object) }
             guard let pk = object.objectID.primaryKey else { return }
             do {
-                row = try readStore { session in
-                    let row = try session.row(of: object.entity, key: pk)
-                    if let row { try noteDestinationKinds(of: CollectionOfOne(row), entity: object.entity, session: session) }
-                    return row
-                }
+                row = try readStoredRow(of: object.entity, key: pk)
             } catch {
                 throw .store(StoreError(wrapping: error))
             }
@@ -582,11 +578,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         } else {
             let row: StoredRow?
             do {
-                row = try readStore { session in
-                    let row = try session.row(of: object.entity, key: object.objectID.primaryKey!)
-                    if let row { try noteDestinationKinds(of: CollectionOfOne(row), entity: object.entity, session: session) }
-                    return row
-                }
+                row = try readStoredRow(of: object.entity, key: object.objectID.primaryKey!)
             } catch {
                 preconditionFailure("refresh: could not read \(object.objectID): \(error)")
             }
