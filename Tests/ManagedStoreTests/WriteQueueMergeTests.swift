@@ -33,4 +33,103 @@ struct WriteQueueMergeTests {
         for _ in taskIDs { #expect(done.wait(timeout: .now() + 10) == .success) }
         #expect(Set(seen.withLock { $0 }) == Set(taskIDs.indices.map { "renamed \($0)" }))
     }
+
+    /// A failure the work itself throws (not the store's).
+    struct NotAllowed: Error, Equatable {}
+
+    @Test("try await perform returns the work's value after its save is merged into the reading context")
+    func performReturnsAfterMerge() async throws {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.path(store.url.path))
+        let view = container.viewContext
+        let queue = WriteQueue(coordinator: container.coordinator, mergingInto: view)
+        queue.start()
+        defer { queue.stop() }
+        let id = try await queue.perform { context -> ManagedObjectID in
+            let project = context.insertNewObject(forEntityName: "Project")
+            project.setValue("Apollo", forKey: "name")
+            try context.save()
+            return project.objectID
+        }
+        #expect(!id.isTemporaryID)
+        // Merged before perform returned: the view context knows the object without a fetch.
+        let name = view.performAndWait { view.registeredObject(for: id)?.value("name", as: String.self) }
+        #expect(name == "Apollo")
+    }
+
+    @Test("a thrown error leaves the store and the reading context unchanged, even after the work saved; the next unit starts clean",
+          arguments: [false, true])
+    func thrownErrorChangesNothing(savesFirst: Bool) async throws {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.path(store.url.path))
+        let (projectID, taskIDs) = try Fixtures.seedProject(container.viewContext, name: "P", taskTitles: ["a", "b"])
+        let view = container.viewContext
+        let queue = WriteQueue(coordinator: container.coordinator, mergingInto: view)
+        queue.start()
+        defer { queue.stop() }
+        await #expect(throws: NotAllowed.self) {
+            try await queue.perform { context -> Int in
+                context.object(with: taskIDs[0]).setValue("renamed", forKey: "title")
+                let extra = context.insertNewObject(forEntityName: "Project")
+                extra.setValue("Gemini", forKey: "name")
+                if savesFirst { try context.save() }
+                context.delete(context.object(with: taskIDs[1]))
+                throw NotAllowed()
+            }
+        }
+        // The store: as it was.
+        let reader = container.newBackgroundContext()
+        let (titles, projects) = try reader.performAndWait {
+            (try reader.fetch(FetchRequest(entityName: "Task", sortDescriptors: [ObjectSortDescriptor("title")])).map { $0.value("title", as: String.self) },
+             try reader.fetch(FetchRequest(entityName: "Project")).map { $0.value("name", as: String.self) })
+        }
+        #expect(titles == ["a", "b"] && projects == ["P"])
+        // The reading context: nothing merged, nothing changed.
+        let (viewTitle, viewHasChanges, viewRegistersGemini) = view.performAndWait {
+            (view.object(with: taskIDs[0]).value("title", as: String.self), view.hasChanges,
+             view.registeredObjects.contains { $0.entityName == "Project" && $0.objectID != projectID })
+        }
+        #expect(viewTitle == "a" && !viewHasChanges && !viewRegistersGemini)
+        // The next unit starts from the store, not from what the failed one left in memory.
+        let count = try await queue.perform { context in try context.count(for: FetchRequest(entityName: "Project")) }
+        #expect(count == 1)
+        let renamed = try await queue.perform { context -> String? in
+            let task = context.object(with: taskIDs[1])
+            task.setValue("b2", forKey: "title")
+            try context.save()
+            return context.object(with: taskIDs[0]).value("title", as: String.self)
+        }
+        #expect(renamed == "a")
+    }
+
+    @Test("submit(_:result:) hands a failed save's error to its result, and the store keeps nothing of it")
+    func throwingSubmit() throws {
+        let store = TemporaryStore()
+        let container = try Fixtures.container(.path(store.url.path))
+        let queue = WriteQueue(coordinator: container.coordinator)
+        queue.start()
+        defer { queue.stop() }
+        let outcome = Mutex<Result<Int, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        queue.submit({ context -> Int in
+            _ = context.insertNewObject(forEntityName: "Project")  // name is mandatory: the save fails
+            try context.save()
+            return 1
+        }, result: { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        })
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        let failure = outcome.withLock { value -> (any Error)? in
+            if case .failure(let error)? = value { return error } else { return nil }
+        }
+        #expect(failure is SaveError, "\(String(describing: failure))")
+        let context = container.newBackgroundContext()
+        #expect(try context.performAndWait { try context.count(for: FetchRequest(entityName: "Project")) } == 0)
+        queue.stop()
+        // A stopped queue runs nothing: perform throws notRun.
+        let stopped = Mutex<(any Error)?>(nil)
+        queue.submit({ _ in 1 }, result: { result in if case .failure(let error) = result { stopped.withLock { $0 = error } } })
+        #expect(stopped.withLock { $0 as? WriteQueueError } == .notRun)
+    }
 }

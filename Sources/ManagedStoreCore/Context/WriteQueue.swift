@@ -109,6 +109,11 @@ public final class WriteQueue: @unchecked Sendable {
         let job = Job(run: { context in box.value = work(context) },
                       finish: { undone in completion(undone ? .undone : box.value.map(WriteOutcome.completed) ?? .undone) },
                       notRun: { completion(.notRun) })
+        enqueue(job)
+    }
+
+    /// Adds `job` to what waits, or tells it at once that it will not run (a stopped queue).
+    private func enqueue(_ job: Job) {
         condition.lock()
         guard running else {
             condition.unlock()
@@ -118,6 +123,49 @@ public final class WriteQueue: @unchecked Sendable {
         pending.append(job)
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// Queues `work` as `submit(_:completion:)` does, for work that may throw: the work runs in
+    /// a savepoint of its own, so when it throws, nothing it saved is kept and the context is
+    /// reset (the next unit starts clean). `result` gets the work's
+    /// value once it is committed, and merged into the reading context when the queue has one;
+    /// or the error it threw; or `WriteQueueError` when it was undone or never ran.
+    public func submit<T: Sendable>(_ work: @escaping @Sendable (ManagedObjectContext) throws -> T,
+                                    result: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let box = ResultBox<Result<T, any Error>>()
+        let job = Job(run: { context in
+                          do {
+                              // Always set: a queue runs its units inside a group commit.
+                              let group = context.activeGroup!
+                              box.value = .success(try group.inAtomicSection { try work(context) })
+                          } catch {
+                              // Not just rollback(): a save the section undid left its objects
+                              // registered as saved; the next unit must start from the store.
+                              context.reset()
+                              box.value = .failure(error)
+                          }
+                      },
+                      finish: { undone in result(undone ? .failure(WriteQueueError.undone) : box.value ?? .failure(WriteQueueError.undone)) },
+                      notRun: { result(.failure(WriteQueueError.notRun)) })
+        enqueue(job)
+    }
+
+    /// Runs `work` on the queue and returns its value once its saves are committed (and merged
+    /// into the reading context, when the queue has one) [the seed articles' write queue, as
+    /// `performBackgroundTask` in an async, throwing form]. If `work` throws, nothing it saved
+    /// is kept, its context is reset, and the error is thrown here; a unit the store
+    /// undid, or that never ran because the queue stopped, throws `WriteQueueError`.
+    ///
+    ///     let id = try await writeQueue.perform { context in
+    ///         let task = context.insertNewObject(forEntityName: "Task")
+    ///         task.setValue("Ship", forKey: "title")
+    ///         try context.save()
+    ///         return task.objectID
+    ///     }
+    public func perform<T: Sendable>(_ work: @escaping @Sendable (ManagedObjectContext) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            submit(work, result: { continuation.resume(with: $0) })
+        }
     }
 
     /// Units of work run, and the transactions they took (fewer when group commit works).
@@ -242,6 +290,22 @@ public final class WriteQueue: @unchecked Sendable {
             // The next batch starts from the store, not from what this one left in memory.
             context.reset()
             return (undone, busy)
+        }
+    }
+}
+
+/// Why a unit of work submitted to a `WriteQueue` did not take effect, though it did not throw.
+public enum WriteQueueError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// It ran and saved, but the store then rolled back the group's whole transaction on its
+    /// own (a full disk, an I/O error): nothing of it was written. It may be submitted again.
+    case undone
+    /// The queue was stopped before it ran: nothing of it was written.
+    case notRun
+
+    public var description: String {
+        switch self {
+        case .undone: return "the store rolled the write back (a full disk or an I/O error): nothing of it was written"
+        case .notRun: return "the write queue was stopped before the work ran"
         }
     }
 }
