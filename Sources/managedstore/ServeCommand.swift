@@ -187,6 +187,7 @@ struct ServeCommand: ParsableCommand {
         }
         let storeSettings = StoreDescription.isPostgresURI(store) ? "PostgreSQL" : "durability \(durability)"
         say("managedstore serving \(loaded.name) from \(shownStore) at http://\(host):\(server.port)  (\(storeSettings), \(readContexts) read contexts)")
+        for line in ModelNotes.lines(for: loaded) { say(line) }
         say("try:")
         for line in StartupExamples.lines(for: loaded, base: base) { say("  " + line) }
         let signal = signals.wait()

@@ -55,16 +55,12 @@ struct StoreOptions: ParsableArguments {
     }
 }
 
-/// How an Xcode model's Transformable attributes are read: every command that takes `--model`
-/// has it.
+/// Kept so that scripts written for earlier versions still run: every Transformable of an
+/// Xcode model is now read as the bytes its transformer writes, with no flag.
 struct TransformerOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Value transformers (comma-separated) whose Transformable attributes, in an Xcode model, are kept as the bytes they write: binary, base64 in JSON. A Transformable that names none uses NSKeyedUnarchiveFromData.",
-                               valueName: "names"))
+    @Option(help: ArgumentHelp("No longer needed (ignored): every Transformable attribute of an Xcode model is kept as the bytes its transformer writes.",
+                               valueName: "names", visibility: .hidden))
     var binaryTransformers: String?
-
-    var names: Set<String> {
-        Set((binaryTransformers ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-    }
 }
 
 /// The model at `path` (the JSON model format, or an Xcode `.xcdatamodel` or `.xcdatamodeld`),
@@ -73,7 +69,7 @@ struct TransformerOptions: ParsableArguments {
 func loadModel(_ path: String?, _ transformers: TransformerOptions) throws -> ManagedObjectModel {
     guard let path else { return .taskTracker() }
     do throws(ModelError) {
-        return try ManagedObjectModel(contentsOf: URL(fileURLWithPath: path), binaryTransformers: transformers.names)
+        return try ManagedObjectModel(contentsOf: URL(fileURLWithPath: path))
     } catch {
         CommandLog.error("\(path): the model cannot be used:")
         for problem in error.problems { CommandLog.write("  \(problem)\n") }

@@ -39,7 +39,8 @@ enum SwiftEntityGenerator {
         var problems: [ModelProblem] = []
         for entity in model.entities {
             if reserved.contains(entity.name) { problems.append(ModelProblem(entity: entity.name, message: "is a Swift keyword: no type can take its name")) }
-            for name in entity.attributes.map(\.name) + entity.relationships.map(\.name) where reserved.contains(name) {
+            let transients = model.transientAttributes(ofEntity: entity.name).map(\.name)
+            for name in entity.attributes.map(\.name) + transients + entity.relationships.map(\.name) where reserved.contains(name) {
                 problems.append(ModelProblem(entity: entity.name, property: name, message: "is a Swift keyword or a member of every typed view (TypedObject): rename it"))
             }
         }
@@ -93,6 +94,15 @@ enum SwiftEntityGenerator {
                 alwaysThere
                     ? "    \(a)var \(attribute.name): \(type) {\n        get { value(Self.\(attribute.name))! }\n        nonmutating set { setValue(newValue, for: Self.\(attribute.name)) }\n    }"
                     : "    \(a)var \(attribute.name): \(type)? {\n        get { value(Self.\(attribute.name)) }\n        nonmutating set { setValue(newValue, for: Self.\(attribute.name)) }\n    }",
+            ]
+        }
+        for attribute in model.transientAttributes(ofEntity: entity.name) {
+            // Held on the object while it lives, never stored: no key for predicates or sorts.
+            let type = swiftType(attribute.type)
+            lines += [
+                "",
+                "    /// Transient: kept on this object only, never stored; a fault starts it at nil again.",
+                "    \(a)var \(attribute.name): \(type)? {\n        get { object.value(\"\(attribute.name)\", as: \(type).self) }\n        nonmutating set { object.setValue(newValue, forKey: \"\(attribute.name)\") }\n    }",
             ]
         }
         for relationship in entity.relationships {

@@ -40,6 +40,9 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     @exclusivity(unchecked) var relationships: [RelationshipState] = []
     /// The values as last read from or saved to the store: the cached snapshot of a conflict.
     @exclusivity(unchecked) var committedAttributes: [AttributeValue] = []
+    /// The values of the entity's transient attributes (`Entity.transientAttributes`), never
+    /// stored; empty while all are null (most entities have none, and this costs them nothing).
+    @exclusivity(unchecked) var transientValues: [AttributeValue] = []
     @exclusivity(unchecked) var committedRelationships: [RelationshipState] = []
     /// The order of the ordered to-many relationships (by relationship index) as this context
     /// knows it, and as last read or saved. Membership is `relationships`, which wins where the
@@ -179,8 +182,9 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     // MARK: Attributes
 
-    /// The value of attribute `key` [primitiveValue(forKey:)].
+    /// The value of attribute `key` [primitiveValue(forKey:)], a transient one's too.
     public func attributeValue(forKey key: String) -> AttributeValue {
+        if entity.property(named: key) == nil, let transient = entity.transientIndex(key) { return transientValue(at: transient) }
         let index = attributeIndex(key)
         requireContext()
         fireFaultIfNeeded()
@@ -189,9 +193,33 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     /// Sets attribute `key`. A value of the wrong type or out of range is kept and reported by
     /// validation when the context saves (`invalid-type`, `too-large`, ...), as in Core Data.
+    /// A transient attribute's value is kept on the object only: no save writes it.
     public func setAttributeValue(_ value: AttributeValue, forKey key: String) {
+        if entity.property(named: key) == nil, let transient = entity.transientIndex(key) {
+            setTransientValue(value, at: transient)
+            return
+        }
         let index = attributeIndex(key)
         setAttribute(value, at: index)
+    }
+
+    // MARK: Transient attributes
+
+    func transientValue(at index: Int) -> AttributeValue {
+        requireContext()
+        return transientValues.isEmpty ? .null : transientValues[index]
+    }
+
+    func setTransientValue(_ value: AttributeValue, at index: Int) {
+        requireContext()
+        precondition(!isDeleted, "ManagedObject \(objectID): setting '\(entity.transientAttributes[index].name)' on a deleted object")
+        precondition(value.isNull || value.fits(entity.transientAttributes[index].type),
+                     "\(entity.name).\(entity.transientAttributes[index].name) is a transient \(entity.transientAttributes[index].type.rawValue): cannot hold a \(value.kindName)")
+        if transientValues.isEmpty {
+            guard !value.isNull else { return }
+            transientValues = Array(repeating: .null, count: entity.transientAttributes.count)
+        }
+        transientValues[index] = value
     }
 
     func setAttribute(_ value: AttributeValue, at index: Int) {
@@ -248,12 +276,20 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// in primary-key order. Setting takes the same kinds of values, or nil.
     public subscript(key: String) -> Any? {
         get {
+            if entity.property(named: key) == nil, entity.transientIndex(key) != nil { return attributeValue(forKey: key).anyValue }
             switch propertyRef(key) {
             case .attribute: return attributeValue(forKey: key).anyValue
             case .relationship(let r): return entity.relationships[r].isToMany ? objects(forKey: key) : object(forKey: key)
             }
         }
         set {
+            if entity.property(named: key) == nil, entity.transientIndex(key) != nil {
+                guard let value = AttributeValue(any: newValue) else {
+                    preconditionFailure("\(entity.name).\(key): cannot hold a value of type \(type(of: newValue!)) in an attribute")
+                }
+                setAttributeValue(value, forKey: key)
+                return
+            }
             switch propertyRef(key) {
             case .attribute:
                 guard let value = AttributeValue(any: newValue) else {

@@ -327,6 +327,7 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
         let object = ManagedObject(entity: entity, objectID: id, context: self, isFault: false)
         object.attributes = entity.defaultAttributes
         object.relationships = entity.emptyRelationships
+        if !entity.transientDefaults.isEmpty { object.transientValues = entity.transientDefaults }
         object.isInserted = true
         insertedList.append(object)
         register(object)
@@ -567,6 +568,8 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
             object.isInaccessible = false
             object.attributes = []
             object.relationships = []
+            // A fault holds no values, transient ones included (mergeChanges keeps them).
+            object.transientValues = []
             forgetOrder(of: object)
             if hadChanges { updatedList.removeAll { $0 === object }; object.isListedAsUpdated = false }
             return

@@ -22,11 +22,18 @@ public struct AttributeDescription: Sendable, Hashable {
     /// transformer writes, as Core Data's store does; only the app can turn them into objects.
     /// Kept so that the model goes back to Xcode's format as it came.
     public var valueTransformerName: String?
+    /// A transient attribute [isTransient] is part of the model but never stored: an object
+    /// holds its value in memory while it lives (inserted objects start at the default,
+    /// fetched ones at null), and turning the object back into a fault clears it. Stores,
+    /// object JSON and the API's object schemas never see it (`ManagedObjectModel.entities`
+    /// leaves it out); the model's formats keep it.
+    public var isTransient: Bool
 
     public init(name: String, type: AttributeType, isOptional: Bool = true, defaultValue: AttributeValue = .null,
                 minValue: AttributeValue? = nil, maxValue: AttributeValue? = nil,
                 minLength: Int? = nil, maxLength: Int? = nil, pattern: String? = nil, renamingIdentifier: String? = nil,
-                valueTransformerName: String? = nil) {
+                valueTransformerName: String? = nil, isTransient: Bool = false) {
+        self.isTransient = isTransient
         self.valueTransformerName = valueTransformerName
         self.name = name
         self.type = type

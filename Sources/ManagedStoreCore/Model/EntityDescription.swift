@@ -34,4 +34,12 @@ public struct EntityDescription: Sendable, Hashable {
 
     public func attribute(named name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
     public func relationship(named name: String) -> RelationshipDescription? { relationships.first { $0.name == name } }
+
+    /// The entity without its transient attributes: what is stored.
+    var storedPart: EntityDescription {
+        guard attributes.contains(where: \.isTransient) else { return self }
+        var stored = self
+        stored.attributes.removeAll(where: \.isTransient)
+        return stored
+    }
 }

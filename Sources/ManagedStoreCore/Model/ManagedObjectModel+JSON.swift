@@ -15,24 +15,41 @@ extension ManagedObjectModel {
     public convenience init(json: JSONValue) throws(ModelError) {
         var reader = ModelJSONReader()
         let (name, version, entities) = reader.read(json)
+        let templates = reader.readTemplates(json["fetchRequests"])
         guard reader.problems.isEmpty else {
             // Check what could be read too, so one attempt reports every problem.
             throw ModelError(reader.problems + ModelChecker.problems(of: entities))
         }
-        try self.init(name: name, version: version, entities: entities)
+        try self.init(name: name, version: version, entities: entities, fetchRequestTemplates: templates)
     }
 
     /// The model in its JSON format (what `init(jsonData:)` reads).
-    public var jsonValue: JSONValue { Self.jsonValue(name: name, version: version, entities: authoredEntities) }
+    public var jsonValue: JSONValue {
+        Self.jsonValue(name: name, version: version, entities: authoredEntities, fetchRequestTemplates: fetchRequestTemplates)
+    }
 
     /// The JSON model format of these parts; `renamingIdentifiers: false` leaves out the names
     /// elements had before, as the version hash does (`ManagedObjectModel.versionHash`).
-    static func jsonValue(name: String, version: Int, entities: [EntityDescription], renamingIdentifiers: Bool = true) -> JSONValue {
-        .object([
+    static func jsonValue(name: String, version: Int, entities: [EntityDescription], fetchRequestTemplates: [FetchRequestTemplate] = [],
+                          renamingIdentifiers: Bool = true) -> JSONValue {
+        var members: [(String, JSONValue)] = [
             ("name", .string(name)),
             ("version", .number(String(version))),
             ("entities", .array(entities.map { json(for: $0, renamingIdentifiers: renamingIdentifiers) })),
-        ])
+        ]
+        if !fetchRequestTemplates.isEmpty { members.append(("fetchRequests", .array(fetchRequestTemplates.map(json(for:))))) }
+        return .object(members)
+    }
+
+    /// A template as the JSON model format writes it: its sort keys in the API's notation.
+    private static func json(for template: FetchRequestTemplate) -> JSONValue {
+        var members: [(String, JSONValue)] = [("name", .string(template.name)), ("entity", .string(template.entityName))]
+        if let predicate = template.predicateFormat { members.append(("predicate", .string(predicate))) }
+        if !template.sortDescriptors.isEmpty {
+            members.append(("sort", .array(template.sortDescriptors.map { .string(($0.ascending ? "" : "-") + $0.keyPath) })))
+        }
+        if let limit = template.fetchLimit { members.append(("limit", .number(String(limit)))) }
+        return .object(members)
     }
 
     private static func json(for entity: EntityDescription, renamingIdentifiers: Bool) -> JSONValue {
@@ -54,6 +71,7 @@ extension ManagedObjectModel {
             if let v = a.maxLength { m.append(("maxLength", .number(String(v)))) }
             if let v = a.pattern { m.append(("pattern", .string(v))) }
             if let v = a.valueTransformerName { m.append(("valueTransformer", .string(v))) }
+            if a.isTransient { m.append(("transient", .bool(true))) }
             return .object(m + renaming(a.renamingIdentifier))
         })))
         members.append(("relationships", .array(entity.relationships.map { r in
@@ -87,7 +105,7 @@ private struct ModelJSONReader {
             return ("", 1, [])
         }
         // "$schema" names the JSON Schema for editors (openapi/model.schema.json); it is not read.
-        unknownKeys(json, allowed: ["$schema", "name", "version", "entities"], entity: nil, property: nil)
+        unknownKeys(json, allowed: ["$schema", "name", "version", "entities", "fetchRequests"], entity: nil, property: nil)
         let name = json["name"]?.stringValue ?? ""
         if name.isEmpty { problem(nil, nil, "\"name\" must be a non-empty string") }
         var version = 1
@@ -99,6 +117,40 @@ private struct ModelJSONReader {
             return (name, version, [])
         }
         return (name, version, entities.enumerated().compactMap { readEntity($1, position: $0) })
+    }
+
+    /// The `fetchRequests` list: `{"name", "entity", "predicate"?, "sort"?: ["-key", ...], "limit"?}`.
+    mutating func readTemplates(_ json: JSONValue?) -> [FetchRequestTemplate] {
+        guard let json else { return [] }
+        guard let items = json.arrayValue else {
+            problem(nil, nil, "\"fetchRequests\" must be an array of fetch request templates")
+            return []
+        }
+        return items.enumerated().compactMap { position, item in
+            guard let name = item["name"]?.stringValue, !name.isEmpty, let entity = item["entity"]?.stringValue else {
+                problem(nil, nil, "fetch request #\(position + 1) needs a \"name\" and an \"entity\"")
+                return nil
+            }
+            let before = problems.count
+            for (key, _) in item.objectMembers ?? [] where !["name", "entity", "predicate", "sort", "limit"].contains(key) {
+                problem(entity, nil, "fetch request \(name): unknown key \"\(key)\"")
+            }
+            var template = FetchRequestTemplate(name: name, entityName: entity)
+            if let predicate = item["predicate"] {
+                if let text = predicate.stringValue { template.predicateFormat = text } else { problem(entity, nil, "fetch request \(name): \"predicate\" must be a string") }
+            }
+            if let sort = item["sort"] {
+                if let keys = sort.arrayValue?.compactMap(\.stringValue), keys.count == sort.arrayValue?.count, !keys.contains(where: { $0.isEmpty || $0 == "-" }) {
+                    template.sortDescriptors = keys.map { $0.hasPrefix("-") ? ObjectSortDescriptor(String($0.dropFirst()), ascending: false) : ObjectSortDescriptor($0) }
+                } else {
+                    problem(entity, nil, "fetch request \(name): \"sort\" must be an array of key paths, each with \"-\" before it for descending")
+                }
+            }
+            if let limit = item["limit"] {
+                if let n = limit.int64Value, n > 0, let i = Int(exactly: n) { template.fetchLimit = i } else { problem(entity, nil, "fetch request \(name): \"limit\" must be a positive integer") }
+            }
+            return problems.count == before ? template : nil
+        }
     }
 
     mutating func unknownKeys(_ json: JSONValue, allowed: Set<String>, entity: String?, property: String?) {
@@ -158,7 +210,7 @@ private struct ModelJSONReader {
             return nil
         }
         unknownKeys(json, allowed: ["name", "type", "optional", "default", "min", "max", "minLength", "maxLength", "pattern", "renamingIdentifier",
-                                    "valueTransformer"],
+                                    "valueTransformer", "transient"],
                     entity: entity, property: name)
         guard let typeName = json["type"]?.stringValue else {
             problem(entity, name, "missing \"type\"")
@@ -195,6 +247,9 @@ private struct ModelJSONReader {
         attribute.maxLength = length("maxLength")
         if let p = json["pattern"] {
             if let s = p.stringValue { attribute.pattern = s } else { problem(entity, name, "\"pattern\" must be a string") }
+        }
+        if let t = json["transient"] {
+            if let b = t.boolValue { attribute.isTransient = b } else { problem(entity, name, "\"transient\" must be true or false") }
         }
         if let t = json["valueTransformer"] {
             if let s = t.stringValue, !s.isEmpty { attribute.valueTransformerName = s } else {

@@ -30,14 +30,23 @@ public final class ManagedObjectModel: Sendable {
     /// read (`DestinationKindCache`). Empty for most entities.
     package let foreignKeysToParents: [[(position: Int, destination: Int)]]
 
-    public init(name: String, version: Int = 1, entities: [EntityDescription]) throws(ModelError) {
+    /// The model's stored fetch requests, in the order given [fetchRequestTemplatesByName].
+    public let fetchRequestTemplates: [FetchRequestTemplate]
+
+    public init(name: String, version: Int = 1, entities: [EntityDescription],
+                fetchRequestTemplates: [FetchRequestTemplate] = []) throws(ModelError) {
+        self.fetchRequestTemplates = fetchRequestTemplates
         self.name = name
         self.version = version
         self.authoredEntities = entities
         let authored = entities
         let inheritance = EntityInheritance(authored)
         let (flattened, problems) = ModelChecker.check(authored, inheritance)
-        guard let entities = flattened, problems.isEmpty else { throw ModelError(problems) }
+        guard let whole = flattened, problems.isEmpty else { throw ModelError(problems) }
+        // What stores, contexts and the API see has no transient attribute: they are held by
+        // objects in memory only (`Entity.transientAttributes`), so no table, column, JSON
+        // member or object schema can carry one by mistake.
+        let entities = whole.map(\.storedPart)
         self.entities = entities
         var indexByName: [String: Int] = [:]
         for (i, e) in entities.enumerated() { indexByName[e.name] = i }
@@ -61,7 +70,8 @@ public final class ManagedObjectModel: Sendable {
                                     inverseIndex: inverseIndex, inverseName: inverse.name, inverseIsOrdered: inverse.isOrdered,
                                     storage: Self.storage(entity: declaring, rel, inverse: inverse))
             }
-            return Entity(index: index, description: entity, relationships: relationships, place: places[index])
+            return Entity(index: index, description: entity, relationships: relationships, place: places[index],
+                          transientAttributes: whole[index].attributes.filter(\.isTransient))
         }
         var holders = [[(entity: Int, relationship: Int)]](repeating: [], count: entities.count)
         for holder in schema {
@@ -81,12 +91,24 @@ public final class ManagedObjectModel: Sendable {
                 return resolved[destination].isSingleKind ? nil : (position, destination)
             }
         }
-        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored, renamingIdentifiers: false))
+        // Transient attributes change nothing stored, so they are not part of the hash either:
+        // adding or removing one needs no migration.
+        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored.map(\.storedPart),
+                                                        renamingIdentifiers: false))
+        // Templates are checked against the finished schema: their key paths resolve through it.
+        let templateProblems = Self.resolveTemplates(fetchRequestTemplates, in: self).problems
+        guard templateProblems.isEmpty else { throw ModelError(templateProblems) }
     }
 
     /// The description of the entity called `name`, if the model has one.
     public func entity(named name: String) -> EntityDescription? {
         entityIndexByName[name].map { entities[$0] }
+    }
+
+    /// The transient attributes of the entity called `name`, with those it inherits, parents'
+    /// first: never stored, so not in `entities` (an object holds their values in memory).
+    public func transientAttributes(ofEntity name: String) -> [AttributeDescription] {
+        resolvedEntity(named: name)?.transientAttributes ?? []
     }
 
     /// Every one-way relationship whose destination is `entity`: (holder entity, relationship index).
@@ -280,7 +302,9 @@ struct ModelChecker {
             for list in lists {
                 if list.isEmpty { problem(nil, "empty \(kind)") }
                 for name in list {
-                    if entity.attribute(named: name) == nil {
+                    if entity.attribute(named: name)?.isTransient == true {
+                        problem(name, "\(kind) names a transient attribute, which is never stored")
+                    } else if entity.attribute(named: name) == nil {
                         let isToOne = entity.relationship(named: name).map { !$0.isToMany } ?? false
                         if !(kind == "index" && isToOne) { problem(name, "\(kind) names an unknown attribute") }
                     }

@@ -120,7 +120,18 @@ package final class Entity: Sendable {
     package let keyRoot: Int
     /// Every entity sharing its key sequence, root first: just itself outside a hierarchy.
     package let keySharers: [Int]
-    init(index: Int, description: EntityDescription, relationships: [Relationship], place: EntityHierarchyPlace) {
+    /// The transient attributes, its parents' first: never stored, held by each object in
+    /// memory (`ManagedObject.transientValues`), found by `transientIndex(_:)`.
+    package let transientAttributes: [AttributeDescription]
+    /// Their defaults, the starting values of an inserted object; empty when every default is
+    /// null, so that an insert of an entity without transient defaults does no work for them.
+    let transientDefaults: [AttributeValue]
+
+    init(index: Int, description: EntityDescription, relationships: [Relationship], place: EntityHierarchyPlace,
+         transientAttributes: [AttributeDescription] = []) {
+        self.transientAttributes = transientAttributes
+        let defaults = transientAttributes.map(\.defaultValue)
+        self.transientDefaults = defaults.allSatisfy(\.isNull) ? [] : defaults
         self.index = index
         self.parentIndex = place.parent
         self.isAbstract = description.isAbstract
@@ -171,6 +182,11 @@ package final class Entity: Sendable {
             return i < attributes.count ? .attribute(i) : .relationship(i - attributes.count)
         }
         return propertyByName[name]
+    }
+
+    /// The index of the transient attribute called `name` in `transientAttributes`.
+    package func transientIndex(_ name: String) -> Int? {
+        transientAttributes.firstIndex { $0.name == name }
     }
 
     package func relationshipIndex(_ name: String) -> Int? {

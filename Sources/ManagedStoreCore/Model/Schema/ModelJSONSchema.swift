@@ -19,7 +19,8 @@ package enum ModelJSONSchema {
             "$schema": {"type": "string", "description": "Where this schema is, for editors; not read otherwise."},
             "name": {"type": "string", "minLength": 1, "description": "The model's name, shown by the server and recorded in every store made from it."},
             "version": {"type": "integer", "description": "The model's version (1 when left out). A store made from another version is migrated when it is opened (lightweight migration)."},
-            "entities": {"type": "array", "items": {"$ref": "#/$defs/entity"}, "description": "The entities, each a table of objects."}
+            "entities": {"type": "array", "items": {"$ref": "#/$defs/entity"}, "description": "The entities, each a table of objects."},
+            "fetchRequests": {"type": "array", "items": {"$ref": "#/$defs/fetchRequest"}, "description": "Stored fetch requests (Core Data's fetch request templates), fetched by name with a value for each $VARIABLE."}
           },
           "$defs": {
             "identifier": {
@@ -31,6 +32,18 @@ package enum ModelJSONSchema {
               "type": "string",
               "minLength": 1,
               "description": "The name this element had in the model version a store was made with: a migration keeps its data under the new name (Core Data's renaming identifier)."
+            },
+            "fetchRequest": {
+              "type": "object",
+              "required": ["name", "entity"],
+              "additionalProperties": false,
+              "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "entity": {"$ref": "#/$defs/identifier"},
+                "predicate": {"type": "string", "description": "NSPredicate format, with $NAME for each substitution variable."},
+                "sort": {"type": "array", "items": {"type": "string", "pattern": "^-?[^-].*$"}, "description": "Key paths, each with - before it for descending."},
+                "limit": {"type": "integer", "minimum": 1}
+              }
             },
             "entity": {
               "type": "object",
@@ -62,6 +75,7 @@ package enum ModelJSONSchema {
                 "maxLength": {"type": "integer", "minimum": 0, "description": "For strings: the most characters allowed."},
                 "pattern": {"type": "string", "description": "For strings: a regular expression the whole value must match."},
                 "valueTransformer": {"type": "string", "minLength": 1, "description": "For binary attributes: the value transformer of the Core Data Transformable it comes from. The bytes the transformer writes are kept and served as they are; only the app turns them into objects."},
+                "transient": {"type": "boolean", "description": "A transient attribute (Core Data's isTransient): part of the model, never stored; an object holds its value in memory while it lives. Not in objects' JSON."},
                 "renamingIdentifier": {"$ref": "#/$defs/renamingIdentifier"}
               }
             },

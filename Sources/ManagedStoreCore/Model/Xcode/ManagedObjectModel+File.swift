@@ -9,20 +9,22 @@ extension ManagedObjectModel {
     /// "Model 2", ...), or for a folder on its own its model version identifier when that is a
     /// number (else 1): a store made from an earlier version is migrated from the model it records.
     ///
-    /// `binaryTransformers` names the value transformers whose Transformable attributes (in an
-    /// Xcode model) are kept as the bytes the transformer writes: binary attributes, base64 in
-    /// JSON, as Core Data's own store keeps them. Any other Transformable is refused.
-    public convenience init(contentsOf url: URL, binaryTransformers: Set<String> = []) throws(ModelError) {
+    /// An Xcode model's transient attributes are kept as transient, its Transformables as the
+    /// bytes their transformer writes (binary, with the transformer's name), and its stored
+    /// fetch requests as templates.
+    public convenience init(contentsOf url: URL) throws(ModelError) {
         switch url.pathExtension.lowercased() {
         case "xcdatamodeld":
             let (version, number) = try Self.currentVersion(of: url)
-            let (entities, _) = try Self.xcodeEntities(at: version, binaryTransformers: binaryTransformers)
-            try self.init(name: url.deletingPathExtension().lastPathComponent, version: number, entities: entities)
+            let (contents, _) = try Self.xcodeContents(at: version)
+            try self.init(name: url.deletingPathExtension().lastPathComponent, version: number, entities: contents.entities,
+                          fetchRequestTemplates: contents.fetchRequestTemplates)
         case "xcdatamodel":
-            let (entities, identifier) = try Self.xcodeEntities(at: url, binaryTransformers: binaryTransformers)
+            let (contents, identifier) = try Self.xcodeContents(at: url)
             // A folder on its own: version 1, unless its "Model Version Identifier" is a number
             // (what `xcodeModelContents` writes there).
-            try self.init(name: url.deletingPathExtension().lastPathComponent, version: identifier.flatMap { Int($0) } ?? 1, entities: entities)
+            try self.init(name: url.deletingPathExtension().lastPathComponent, version: identifier.flatMap { Int($0) } ?? 1,
+                          entities: contents.entities, fetchRequestTemplates: contents.fetchRequestTemplates)
         default:
             let data: Data
             do { data = try Data(contentsOf: url) } catch {
@@ -32,9 +34,15 @@ extension ManagedObjectModel {
         }
     }
 
-    /// The entities of the `.xcdatamodel` folder at `url` (its `contents` file), and its model
+    /// Every Transformable is now read as its transformer's bytes: the names are not needed.
+    @available(*, deprecated, message: "every Transformable is read as the bytes its transformer writes; drop binaryTransformers:")
+    public convenience init(contentsOf url: URL, binaryTransformers: Set<String>) throws(ModelError) {
+        try self.init(contentsOf: url)
+    }
+
+    /// What the `.xcdatamodel` folder at `url` holds (its `contents` file), and its model
     /// version identifier.
-    private static func xcodeEntities(at url: URL, binaryTransformers: Set<String>) throws(ModelError) -> ([EntityDescription], String?) {
+    private static func xcodeContents(at url: URL) throws(ModelError) -> (XcodeModelReader.Contents, String?) {
         let contents = url.appendingPathComponent("contents")
         let data: Data
         do { data = try Data(contentsOf: contents) } catch {
@@ -44,9 +52,9 @@ extension ManagedObjectModel {
         do { root = try XMLTreeParser.parse(data) } catch {
             throw ModelError([ModelProblem(message: "\(contents.path) is not a model Xcode wrote: \(error)")])
         }
-        let (entities, problems) = XcodeModelReader.entities(of: root, binaryTransformers: binaryTransformers)
-        guard problems.isEmpty else { throw ModelError(problems) }
-        return (entities, root[attribute: "userDefinedModelVersionIdentifier"])
+        let read = XcodeModelReader.contents(of: root)
+        guard read.problems.isEmpty else { throw ModelError(read.problems) }
+        return (read, root[attribute: "userDefinedModelVersionIdentifier"])
     }
 
     /// The version folder of the `.xcdatamodeld` bundle at `url` that is current, and its number.

@@ -1,46 +1,78 @@
 import Foundation
 
 /// Reads the `contents` file Xcode's model editor writes (an `.xcdatamodel`) into entity
-/// descriptions: what Core Data compiles into an `NSManagedObjectModel`, read the way Core Data
-/// reads it, with the same names, types, rules and defaults.
+/// descriptions and fetch request templates: what Core Data compiles into an
+/// `NSManagedObjectModel`, read the way Core Data reads it, with the same names, types, rules
+/// and defaults.
 ///
-/// What has no meaning for a store a server shares, or is not supported yet, is refused, each
-/// naming the entity, the property and the reason, never dropped: Transformable and other
-/// attribute types whose values only the app's classes know, transient and derived attributes,
-/// fetched properties, stored fetch requests, configurations. Parent and abstract entities are
-/// read as they are (`parentEntity`, `isAbstract`); a relationship without an inverse is a
-/// one-way relationship.
+/// Transient attributes are read as transient (never stored); Transformable attributes as the
+/// bytes their transformer writes, with the transformer's name (a server never unarchives);
+/// stored fetch requests as templates with their `$VARIABLES`. What has no meaning for a store
+/// a server shares is refused, each naming the entity, the property and the reason, never
+/// dropped: derived attributes, fetched properties, configurations that split the entities
+/// between stores. Parent and abstract entities are read as they are (`parentEntity`,
+/// `isAbstract`); a relationship without an inverse is a one-way relationship.
 /// What only Xcode or code generation uses (class names, scalar types, Spotlight, the
 /// diagram's layout, user info, version hash modifiers) is left aside: it does not change
 /// what is stored.
 package struct XcodeModelReader {
     private(set) var problems: [ModelProblem] = []
-    /// The value transformers whose Transformable attributes are read as binary: the bytes
-    /// the transformer writes, kept and served as they are.
-    let binaryTransformers: Set<String>
 
     /// The transformer Core Data uses for a Transformable that names none.
     package static let defaultTransformerName = "NSKeyedUnarchiveFromData"
 
-    /// The entities of the model document `root` (the `<model>` element), and every problem
-    /// that keeps it from being used.
-    package static func entities(of root: XMLTreeElement, binaryTransformers: Set<String> = [])
-        -> (entities: [EntityDescription], problems: [ModelProblem]) {
-        var reader = XcodeModelReader(binaryTransformers: binaryTransformers)
+    /// What one model document holds.
+    package struct Contents {
+        package var entities: [EntityDescription] = []
+        package var fetchRequestTemplates: [FetchRequestTemplate] = []
+        package var problems: [ModelProblem] = []
+    }
+
+    /// The entities and fetch request templates of the model document `root` (the `<model>`
+    /// element), and every problem that keeps it from being used.
+    package static func contents(of root: XMLTreeElement) -> Contents {
+        var reader = XcodeModelReader()
         guard root.name == "model" else {
-            return ([], [ModelProblem(message: "not an Xcode model: the document's root is <\(root.name)>, not <model>")])
+            return Contents(problems: [ModelProblem(message: "not an Xcode model: the document's root is <\(root.name)>, not <model>")])
         }
-        var entities: [EntityDescription] = []
+        var contents = Contents()
+        var configurations: [(name: String, members: Set<String>)] = []
         for child in root.children {
             switch child.name {
-            case "entity": if let entity = reader.entity(child) { entities.append(entity) }
+            case "entity": if let entity = reader.entity(child) { contents.entities.append(entity) }
             case "elements": break  // the diagram's layout
-            case "configuration": reader.refuse(nil, nil, "configurations (\(child[attribute: "name"] ?? "?")) are not supported: one store holds every entity")
-            case "fetchRequest": reader.refuse(nil, nil, "stored fetch requests (\(child[attribute: "name"] ?? "?")) are not supported: send the predicate with the fetch")
+            case "configuration":
+                configurations.append((child[attribute: "name"] ?? "?", Set(child.children(named: "memberEntity").compactMap { $0[attribute: "name"] })))
+            case "fetchRequest":
+                if let template = reader.fetchRequest(child) { contents.fetchRequestTemplates.append(template) }
             default: reader.refuse(nil, nil, "<\(child.name)> is not part of a model this version reads")
             }
         }
-        return (entities, reader.problems)
+        // One store holds every entity: a configuration (CloudKit's "Default", say) means
+        // nothing more here, unless several of them put the entities in different stores.
+        if Set(configurations.map(\.members)).count > 1 {
+            reader.refuse(nil, nil, "configurations " + configurations.map(\.name).joined(separator: ", ")
+                          + " put entities in different stores: one store holds every entity here; keep one configuration")
+        }
+        contents.problems = reader.problems
+        return contents
+    }
+
+    /// A `<fetchRequest>` element: a stored fetch request [fetchRequestTemplate(forName:)].
+    private mutating func fetchRequest(_ element: XMLTreeElement) -> FetchRequestTemplate? {
+        guard let name = element[attribute: "name"], let entity = element[attribute: "entity"] else {
+            refuse(nil, nil, "a stored fetch request needs a name and an entity (\(element[attribute: "name"] ?? "no name"))")
+            return nil
+        }
+        var template = FetchRequestTemplate(name: name, entityName: entity, predicateFormat: element[attribute: "predicateString"])
+        if let text = element[attribute: "fetchLimit"] {
+            guard let limit = Int(text), limit >= 0 else {
+                refuse(entity, nil, "fetch request \(name): fetchLimit \(text) is not a whole number")
+                return nil
+            }
+            if limit > 0 { template.fetchLimit = limit }  // 0 is Core Data's "no limit"
+        }
+        return template
     }
 
     private mutating func refuse(_ entity: String?, _ property: String?, _ message: String) {
@@ -63,7 +95,8 @@ package struct XcodeModelReader {
             case "attribute":
                 if let attribute = attribute(child, of: name) {
                     entity.attributes.append(attribute)
-                    if Self.flag(child, "indexed") { entity.indexes.append([attribute.name]) }
+                    // A transient is never stored: an index on it has nothing to index.
+                    if Self.flag(child, "indexed") && !attribute.isTransient { entity.indexes.append([attribute.name]) }
                 }
             case "relationship":
                 if let relationship = relationship(child, of: name) { entity.relationships.append(relationship) }
@@ -111,33 +144,26 @@ package struct XcodeModelReader {
             return nil
         }
         let typeName = element[attribute: "attributeType"] ?? "Undefined"
-        if Self.flag(element, "transient") {
-            refuse(entity, name, "transient attributes are not supported: they are not stored, and a server has no object to keep them on")
-            return nil
-        }
+        let isTransient = Self.flag(element, "transient")
         if Self.flag(element, "derived") || element[attribute: "derivationExpression"] != nil {
-            refuse(entity, name, "derived attributes are not supported yet: store the value, or compute it in the client")
+            refuse(entity, name, "derived attributes are not supported: a server cannot compute what the app's code derives; store the value, or compute it in the client")
             return nil
         }
+        // A Transformable is stored as the bytes its transformer wrote (a BLOB in Core Data's
+        // own store too): kept and served as they are, the transformer's name with them. No
+        // transformer is run here, Foundation's secure ones included: a server does not unarchive.
         var transformer: String?
         if typeName == "Transformable" {
-            let named = element[attribute: "valueTransformerName"] ?? Self.defaultTransformerName
-            guard binaryTransformers.contains(named) else {
-                refuse(entity, name, "Transformable through \(named): its values are objects of the app's own classes, which a server cannot read; "
-                       + "store them as Binary, or name \(named) among the binary transformers (--binary-transformers) to keep the bytes it writes")
-                return nil
-            }
-            transformer = named
+            transformer = element[attribute: "valueTransformerName"] ?? Self.defaultTransformerName
         }
         guard let type = transformer == nil ? Self.attributeTypes[typeName] : .binary else {
-            switch typeName {
-            default:
-                refuse(entity, name, "attribute type \(typeName) is not supported")
-            }
+            let undefined = typeName == "Undefined" ? ": an attribute whose values only the app's code knows" : ""
+            refuse(entity, name, "attribute type \(typeName) is not supported\(undefined)")
             return nil
         }
         var attribute = AttributeDescription(name: name, type: type, isOptional: Self.flag(element, "optional"),
-                                             renamingIdentifier: element[attribute: "elementID"], valueTransformerName: transformer)
+                                             renamingIdentifier: element[attribute: "elementID"], valueTransformerName: transformer,
+                                             isTransient: isTransient)
         if let text = element[attribute: "defaultValueString"] {
             if let value = Self.value(text, type) { attribute.defaultValue = value } else { refuse(entity, name, "default \(text) is not a \(typeName)") }
         } else if type == .date, let seconds = element[attribute: "defaultDateTimeInterval"] {
@@ -160,9 +186,13 @@ package struct XcodeModelReader {
         return attribute
     }
 
-    /// A value as the model file writes it for `type`: numbers in C notation, booleans as
-    /// YES/NO (or a number: Xcode has written "0.0" for NO), dates as seconds since 2001.
+    /// A value as the model file writes it for `type`, read as Core Data reads it: numbers in
+    /// C notation ("3", "0.0", "1e3"), YES and NO for every number and boolean type (Xcode has
+    /// written YES on an Integer 32, and "0.0" for NO), dates as seconds since 2001.
     static func value(_ text: String, _ type: AttributeType) -> AttributeValue? {
+        if type.isOrdered && type != .date, let flag = yesOrNo(text) {
+            return value(flag ? "1" : "0", type)
+        }
         switch type {
         case .integer16, .integer32, .integer64:
             if let integer = Int64(text) { return .integer(integer) }
@@ -173,15 +203,21 @@ package struct XcodeModelReader {
         case .float: return Float(text).map(AttributeValue.float)
         case .string: return .string(text)
         case .boolean:
-            switch text {
-            case "YES", "yes", "true", "TRUE": return .boolean(true)
-            case "NO", "no", "false", "FALSE": return .boolean(false)
-            default: return Double(text).map { .boolean($0 != 0) }
-            }
+            if let flag = yesOrNo(text) { return .boolean(flag) }
+            return Double(text).map { .boolean($0 != 0) }
         case .date: return Double(text).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
         case .binary: return nil
         case .uuid: return UUID(uuidString: text).map(AttributeValue.uuid)
         case .uri: return URL(string: text).map(AttributeValue.uri)
+        }
+    }
+
+    /// YES or NO (and the spellings Foundation's `boolValue` takes), else nil.
+    private static func yesOrNo(_ text: String) -> Bool? {
+        switch text {
+        case "YES", "yes", "Yes", "true", "TRUE", "True": return true
+        case "NO", "no", "No", "false", "FALSE", "False": return false
+        default: return nil
         }
     }
 

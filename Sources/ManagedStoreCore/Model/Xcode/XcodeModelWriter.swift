@@ -12,7 +12,10 @@ extension ManagedObjectModel {
                 ModelProblem(entity: entity.name, property: $0.name, message: "a Binary attribute's default cannot be written in Xcode's model format")
             }
         }
-        guard binaryDefaults.isEmpty else { throw ModelError(binaryDefaults) }
+        let sortedTemplates = fetchRequestTemplates.filter { !$0.sortDescriptors.isEmpty }.map {
+            ModelProblem(entity: $0.entityName, message: "fetch request template \($0.name): Xcode's model format has no sort keys for a template")
+        }
+        guard binaryDefaults.isEmpty && sortedTemplates.isEmpty else { throw ModelError(binaryDefaults + sortedTemplates) }
         var lines = [
             #"<?xml version="1.0" encoding="UTF-8" standalone="yes"?>"#,
             #"<model type="com.apple.IDECoreDataModeler.DataModel" documentVersion="1.0" lastSavedToolsVersion="21754" "#
@@ -20,6 +23,12 @@ extension ManagedObjectModel {
                 + "userDefinedModelVersionIdentifier=\"\(version)\">",
         ]
         for entity in authoredEntities { lines += Self.xcodeLines(entity) }
+        for template in fetchRequestTemplates {
+            // Xcode's format has no sort keys for a template: refused above rather than lost.
+            lines.append("    <fetchRequest" + Self.attributes([("name", template.name), ("entity", template.entityName),
+                                                          ("predicateString", template.predicateFormat),
+                                                          ("fetchLimit", template.fetchLimit.map(String.init))]) + "/>")
+        }
         lines.append("</model>")
         return lines.joined(separator: "\n") + "\n"
     }
@@ -32,7 +41,8 @@ extension ManagedObjectModel {
         for attribute in entity.attributes {
             let isString = attribute.type == .string || attribute.type == .uri
             lines.append("        <attribute" + attributes([
-                ("name", attribute.name), ("optional", attribute.isOptional ? "YES" : nil), ("attributeType", attribute.valueTransformerName == nil ? xcodeTypeName(attribute.type) : "Transformable"),
+                ("name", attribute.name), ("optional", attribute.isOptional ? "YES" : nil),
+                ("transient", attribute.isTransient ? "YES" : nil), ("attributeType", attribute.valueTransformerName == nil ? xcodeTypeName(attribute.type) : "Transformable"),
                 ("valueTransformerName", attribute.valueTransformerName),
                 ("minValueString", isString ? attribute.minLength.map(String.init) : attribute.minValue.flatMap(xcodeText)),
                 ("maxValueString", isString ? attribute.maxLength.map(String.init) : attribute.maxValue.flatMap(xcodeText)),
