@@ -119,7 +119,7 @@ struct XcodeModelHTTPTests {
     @Test("objc.io's Moody (an abstract Region, two sub-entities): every entity created, read, changed and deleted; a fetch of Region returns both kinds, page by page; uniqueness spans them",
           .enabled(if: FileManager.default.fileExists(atPath: realModels.path)))
     func moodyOverHTTP() throws {
-        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent("Moody.xcdatamodeld"), binaryTransformers: ["ColorsTransformer"])
+        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent("Moody.xcdatamodeld"))
         let harness = try ServerHarness(model: model)
         let refused = try harness.request("POST", "/v1/objects/Region", json: #"{"updatedAt": "2024-01-01T00:00:00Z"}"#)
         #expect(refused.status == 400 && refused.text.contains("insert one of its sub-entities (Continent, Country)"), "\(refused.text)")

@@ -2,11 +2,11 @@ import Foundation
 import ManagedStore
 
 /// The query parameters of `GET /v1/objects/{Entity}`, checked: where, sort, limit, offset,
-/// after, fields, include, count.
+/// after, fields, include, count, and a template's fetch and var.NAME (`FetchTemplateQuery`).
 struct FetchQuery {
     static let defaultLimit = 100
     static let maxLimit = 1000
-    static let parameters: Set<String> = ["where", "sort", "limit", "offset", "after", "fields", "include", "count"]
+    static let parameters: Set<String> = ["where", "sort", "limit", "offset", "after", "fields", "include", "count", "fetch"]
 
     var predicate: ObjectPredicate?
     var sorts: [ObjectSortDescriptor] = []
@@ -17,7 +17,8 @@ struct FetchQuery {
     var include = IncludeTree()
     var wantsCount = false
 
-    init(_ request: HTTPRequest, entity: EntityDescription, model: ManagedObjectModel, allowed: Set<String> = parameters) throws(Problem) {
+    init(_ request: HTTPRequest, entity: EntityDescription, model: ManagedObjectModel, storeIdentifier: UUID? = nil,
+         allowed: Set<String> = parameters) throws(Problem) {
         guard !request.query.isEmpty else { return }  // every default: the common GET of one object
         try Self.refuseUnknownParameters(request, allowed: allowed)
         if let text = request.queryValue("where") {
@@ -25,6 +26,12 @@ struct FetchQuery {
         }
         if let text = request.queryValue("sort") {
             sorts = try Self.sorts(text)
+        }
+        if allowed.contains("fetch"), let storeIdentifier,
+           let template = try FetchTemplateQuery(request, entity: entity, model: model, storeIdentifier: storeIdentifier) {
+            if let own = template.predicate { predicate = predicate.map { own && $0 } ?? own }
+            if request.queryValue("sort") == nil { sorts = template.sorts }
+            if let cap = template.limit { limit = min(cap, Self.maxLimit) }
         }
         if let text = request.queryValue("limit") {
             limit = try Self.limit(text)
@@ -61,6 +68,8 @@ struct FetchQuery {
     /// 400 for a parameter not in `allowed`: a typo is never a silently ignored filter.
     static func refuseUnknownParameters(_ request: HTTPRequest, allowed: Set<String>) throws(Problem) {
         for (name, _) in request.query where !allowed.contains(name) {
+            // A template's variables, checked against the template it names (`FetchTemplateQuery`).
+            if allowed.contains("fetch") && name.hasPrefix(FetchTemplateQuery.variablePrefix) { continue }
             throw Problem.badRequest("unknown query parameter '\(name)' (known: \(allowed.sorted().joined(separator: ", ")))")
         }
     }

@@ -94,6 +94,9 @@ enum ModelOpenAPI {
             if key == "post" && description.isAbstract { return nil }
             var operation = rewritingReferences(value, entity: entity, method: key)
             operation = ModelExamples(model: model).specializing(operation, entity: description)
+            if key == "get" && operation["operationId"]?.stringValue == "fetchObjects" {
+                operation = TemplateParameters.specializing(operation, entity: description, model: model)
+            }
             operation = replacing("operationId", in: operation) { .string(operationID($0.stringValue ?? key, entity: entity)) }
             operation = replacing("tags", in: operation) { _ in .array([.string(entity)]) }
             return (key, operation)

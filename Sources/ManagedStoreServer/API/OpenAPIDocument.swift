@@ -145,6 +145,15 @@ enum OpenAPIDocument {
        "type": "boolean",
        "default": false
       }
+     },
+     {
+      "name": "fetch",
+      "in": "query",
+      "description": "The name of one of the model's fetch request templates for this entity (`fetchRequests` in `/v1/model`, Core Data's stored fetch requests) [fetchRequestFromTemplate(withName:substitutionVariables:)]. Its predicate is ANDed with `where`; its sort keys and limit apply unless `sort` and `limit` are given. Each `$NAME` of its predicate takes its value from the query parameter `var.NAME`, read as the type of the key path it is compared with: an integer, a number, `true`/`false`, an RFC 3339 date, a UUID, an object ID such as `Folder/7` for a relationship, comma-separated values for `IN $NAME`. An unknown template, a template of another entity, and a missing, unknown or ill-typed variable are 400 `bad-request` (a variable's problem names it in `variable`); `var.NAME` without `fetch` is 400. The model's own document lists its templates and their variables.",
+      "schema": {
+       "type": "string",
+       "minLength": 1
+      }
      }
     ],
     "responses": {
@@ -2429,6 +2438,39 @@ enum OpenAPIDocument {
            "type": "string"
           }
          }
+        }
+       }
+      }
+     },
+     "fetchRequests": {
+      "description": "The model's fetch request templates (Core Data's stored fetch requests), each usable as `GET /v1/objects/{entity}?fetch=NAME&var.NAME=value`. An attribute with `\"transient\": true` is part of the model but never stored or served; one with `valueTransformer` is a Core Data Transformable, served as the bytes its transformer wrote.",
+      "type": "array",
+      "items": {
+       "type": "object",
+       "required": [
+        "name",
+        "entity"
+       ],
+       "properties": {
+        "name": {
+         "type": "string"
+        },
+        "entity": {
+         "type": "string"
+        },
+        "predicate": {
+         "type": "string",
+         "description": "NSPredicate format, `$NAME` for each variable."
+        },
+        "sort": {
+         "type": "array",
+         "items": {
+          "type": "string"
+         }
+        },
+        "limit": {
+         "type": "integer",
+         "minimum": 1
         }
        }
       }

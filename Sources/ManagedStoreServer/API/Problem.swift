@@ -43,6 +43,12 @@ struct Problem: Error, Sendable {
         Problem(status: 400, code: "unknown-property", title: "Unknown property", detail: "\(entity) has no property '\(property)'",
                 extra: [("entity", .string(entity)), ("property", .string(property))])
     }
+    /// A write naming a transient attribute: part of the model, but never stored or served.
+    static func transientProperty(_ entity: String, _ property: String) -> Problem {
+        Problem(status: 400, code: "unknown-property", title: "Unknown property",
+                detail: "\(entity).\(property) is transient: it is never stored, so a write cannot set it",
+                extra: [("entity", .string(entity)), ("property", .string(property))])
+    }
     static func invalidPredicate(_ detail: String, position: Int? = nil) -> Problem {
         Problem(status: 400, code: "invalid-predicate", title: "Invalid predicate", detail: detail,
                 extra: position.map { [("position", .number(String($0)))] } ?? [])

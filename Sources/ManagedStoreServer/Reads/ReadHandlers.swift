@@ -12,7 +12,7 @@ struct ReadHandlers {
 
     /// GET /v1/objects/{Entity}: a page of objects, with `next` and, asked for, `count`.
     func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try FetchQuery(request, entity: entity, model: model)
+        let query = try FetchQuery(request, entity: entity, model: model, storeIdentifier: coordinator.storeIdentifier)
         return try coordinator.withReadContext { context in
             let fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
             let objects: [ManagedObject]

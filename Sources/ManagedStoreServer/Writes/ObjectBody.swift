@@ -80,6 +80,8 @@ struct ObjectBody: Sendable {
                 } else if let target = reference(value) {
                     toOne.append((key, target))
                 }
+            } else if coordinator.model.transientAttributes(ofEntity: entity.name).contains(where: { $0.name == key }) {
+                throw Problem.transientProperty(entity.name, key)
             } else {
                 throw Problem.unknownProperty(entity.name, key)
             }
