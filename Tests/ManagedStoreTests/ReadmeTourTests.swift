@@ -55,4 +55,51 @@ struct ReadmeTourTests {
         #expect(titles == ["Launch"])
         #expect(outcome == "conflict on Task/1: version 1 -> 2")
     }
+
+    @Test("the tour's write queue runs as the README shows it")
+    func writeQueue() async throws {
+        let model = try ManagedObjectModel(jsonData: Array(ManagedObjectModel.taskTrackerJSON.utf8))
+        let container = try PersistentContainer(model: model, store: .inMemory)
+        // README: begin queue
+        let view = container.viewContext
+        let queue = WriteQueue(coordinator: container.coordinator, mergingInto: view)
+        queue.start()
+        let tagID = try await queue.perform { context in
+            let tag = context.insertNewObject(forEntityName: "Tag")
+            tag.setValue("urgent", forKey: "label")
+            try context.save()
+            return tag.objectID
+        }
+        // Merged already: the view context shows the tag without a fetch.
+        let label = view.performAndWait { view.registeredObject(for: tagID)?.value("label", as: String.self) }
+        struct Refused: Error {}
+        do {
+            try await queue.perform { context in
+                context.insertNewObject(forEntityName: "Tag").setValue("draft", forKey: "label")
+                try context.save()
+                throw Refused()                              // nothing of this unit is kept
+            }
+        } catch is Refused {}
+        queue.submit({ context in try context.count(for: FetchRequest(entityName: "Tag")) },
+                     result: { result in print(result) })   // success(1), once committed
+        queue.stop()                                         // waits for what was submitted
+        // label == "urgent"
+        // README: end queue
+        #expect(label == "urgent")
+        let tags = try view.performAndWait { try view.count(for: FetchRequest(entityName: "Tag")) }
+        #expect(tags == 1)
+    }
+
+    @Test("the README's code blocks are the code these tests run, line for line")
+    func readmeMatchesTests() throws {
+        let here = URL(fileURLWithPath: #filePath)
+        let source = try String(contentsOf: here, encoding: .utf8)
+        let readme = try String(contentsOf: here.deletingLastPathComponent().appendingPathComponent("../../README.md").standardizedFileURL, encoding: .utf8)
+        for (begin, end) in [("// README: begin\n", "// README: end"), ("// README: begin queue\n", "// README: end queue")] {
+            let start = try #require(source.range(of: begin)), stop = try #require(source.range(of: end, range: start.upperBound..<source.endIndex))
+            let lines = source[start.upperBound..<stop.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+            let block = lines.map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
+            #expect(readme.contains(block), "README.md no longer holds the block after '\(begin)' in ReadmeTourTests.swift")
+        }
+    }
 }
