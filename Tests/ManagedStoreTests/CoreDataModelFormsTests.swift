@@ -188,4 +188,25 @@ struct CoreDataModelFormsTests {
         #expect(again.authoredEntities == model.authoredEntities && again.fetchRequestTemplates == model.fetchRequestTemplates)
         #expect(try ManagedObjectModel(json: again.jsonValue).fetchRequestTemplates == model.fetchRequestTemplates)
     }
+
+    static let realModels = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../../shared/coredata-models").standardizedFileURL
+
+    @Test("every shared model of a public app converts to JSON and to Xcode's format and back as the same model (what `model convert` writes)",
+          .enabled(if: FileManager.default.fileExists(atPath: realModels.path)),
+          arguments: ["Kiwix.xcdatamodeld", "Bookmarks.xcdatamodeld", "Moody.xcdatamodeld", "Mogenerator.xcdatamodel"])
+    func sharedModelsConvert(_ name: String) throws {
+        let model = try ManagedObjectModel(contentsOf: Self.realModels.appendingPathComponent(name))
+        let folder = TemporaryStore()
+        let json = folder.directory.appendingPathComponent("model.json")
+        try Data(model.jsonValue.serialized().utf8).write(to: json)
+        let fromJSON = try ManagedObjectModel(contentsOf: json)
+        #expect(fromJSON.authoredEntities == model.authoredEntities && fromJSON.fetchRequestTemplates == model.fetchRequestTemplates)
+        #expect(fromJSON.versionHash == model.versionHash)
+        let written = folder.directory.appendingPathComponent("\(model.name).xcdatamodel")
+        try FileManager.default.createDirectory(at: written, withIntermediateDirectories: true)
+        try Data(try fromJSON.xcodeModelContents().utf8).write(to: written.appendingPathComponent("contents"))
+        let back = try ManagedObjectModel(contentsOf: written)
+        #expect(back.authoredEntities == model.authoredEntities && back.fetchRequestTemplates == model.fetchRequestTemplates)
+    }
 }

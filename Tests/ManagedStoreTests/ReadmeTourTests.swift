@@ -70,8 +70,8 @@ struct ReadmeTourTests {
             try context.save()
             return tag.objectID
         }
-        // Merged already: the view context shows the tag without a fetch.
-        let label = view.performAndWait { view.registeredObject(for: tagID)?.value("label", as: String.self) }
+        // Committed before perform returns: the view context reads the tag at once.
+        let label = view.performAndWait { view.object(with: tagID).value("label", as: String.self) }
         struct Refused: Error {}
         do {
             try await queue.perform { context in

@@ -41,20 +41,21 @@ struct WriteQueueMergeTests {
     func performReturnsAfterMerge() async throws {
         let store = TemporaryStore()
         let container = try Fixtures.container(.path(store.url.path))
+        let (projectID, _) = try Fixtures.seedProject(container.viewContext, name: "Apollo", taskTitles: [])
         let view = container.viewContext
+        view.performAndWait { _ = view.object(with: projectID).value("name", as: String.self) }  // loaded
         let queue = WriteQueue(coordinator: container.coordinator, mergingInto: view)
         queue.start()
         defer { queue.stop() }
-        let id = try await queue.perform { context -> ManagedObjectID in
-            let project = context.insertNewObject(forEntityName: "Project")
-            project.setValue("Apollo", forKey: "name")
+        let returned = try await queue.perform { context -> String in
+            context.object(with: projectID).setValue("Artemis", forKey: "name")
             try context.save()
-            return project.objectID
+            return "renamed"
         }
-        #expect(!id.isTemporaryID)
-        // Merged before perform returned: the view context knows the object without a fetch.
-        let name = view.performAndWait { view.registeredObject(for: id)?.value("name", as: String.self) }
-        #expect(name == "Apollo")
+        #expect(returned == "renamed")
+        // Merged before perform returned: the object the view context holds shows the change.
+        let name = view.performAndWait { view.registeredObject(for: projectID)?.value("name", as: String.self) }
+        #expect(name == "Artemis")
     }
 
     @Test("a thrown error leaves the store and the reading context unchanged, even after the work saved; the next unit starts clean",
