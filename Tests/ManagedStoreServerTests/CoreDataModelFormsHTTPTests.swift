@@ -84,6 +84,34 @@ struct CoreDataModelFormsHTTPTests {
         #expect(try harness.request("GET", "/v1/objects/Note?var.MIN_PRIORITY=1").status == 400, "a variable without a template")
     }
 
+    @Test("a fetched property over HTTP: GET /v1/objects/Folder/{pk}/urgentNotes answers its objects as a page, where ANDed; 404 for an unknown property or object; in the served document")
+    func fetchedPropertyOverHTTP() throws {
+        let harness = try ServerHarness(model: try ManagedObjectModel(contentsOf: Self.notebookURL))
+        let made = try harness.request("POST", "/v1/transactions", json: #"""
+            {"operations": [
+              {"op": "insert", "entity": "Folder", "ref": "w", "values": {"name": "Work"}},
+              {"op": "insert", "entity": "Note", "values": {"title": "a", "priority": 1, "folder": "w"}},
+              {"op": "insert", "entity": "Note", "values": {"title": "b", "priority": 3, "folder": "w"}},
+              {"op": "insert", "entity": "Note", "values": {"title": "c", "priority": 5, "folder": "w"}},
+              {"op": "insert", "entity": "Note", "values": {"title": "Work", "priority": 0}}]}
+            """#)
+        let work = try #require((made.json?["ids"] as? [String: String])?["w"])
+        let urgent = try harness.request("GET", "/v1/objects/\(work)/urgentNotes?sort=-title&count=true")
+        #expect(urgent.status == 200 && Self.objects(urgent) == ["c", "b"] && urgent.json?["count"] as? Int == 2, "\(urgent.text)")
+        let narrowed = try harness.request("GET", "/v1/objects/\(work)/urgentNotes?where=priority%20%3E%204&fields=title")
+        #expect(Self.objects(narrowed) == ["c"], "\(narrowed.text)")
+        #expect(Self.objects(try harness.request("GET", "/v1/objects/\(work)/namesakes")) == ["Work"])
+        #expect(try harness.request("GET", "/v1/objects/\(work)/nope").status == 404)
+        #expect(try harness.request("GET", "/v1/objects/Folder/999/urgentNotes").status == 404)
+        #expect(try harness.request("DELETE", "/v1/objects/\(work)/urgentNotes").status == 405)
+        #expect(try harness.request("GET", "/v1/objects/\(work)/urgentNotes?fetch=pinnedNotes").status == 400)
+        let document = try #require(try harness.request("GET", "/v1/openapi.json").json)
+        let paths = try #require(document["paths"] as? [String: Any])
+        let operation = (paths["/v1/objects/Folder/{pk}/urgentNotes"] as? [String: Any])?["get"] as? [String: Any]
+        #expect(operation?["operationId"] as? String == "fetchFolderUrgentNotes")
+        #expect(paths.keys.filter { $0.contains("{fetchedProperty}") || $0.hasPrefix("/v1/objects/Note/{pk}/") }.isEmpty, "\(paths.keys.sorted())")
+    }
+
     @Test("Mogenerator's model served with no flag: every concrete entity created, read, changed and deleted; its templates answer, through a parent entity and a relationship",
           .enabled(if: FileManager.default.fileExists(atPath: XcodeModelHTTPTests.realModels.path)))
     func mogeneratorOverHTTP() throws {

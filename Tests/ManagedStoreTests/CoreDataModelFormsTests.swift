@@ -175,6 +175,50 @@ struct CoreDataModelFormsTests {
         }
     }
 
+    @Test("fetched properties: answered as the fetch they are, $FETCH_SOURCE the object asked and $FETCH_SOURCE.name its current value")
+    func fetchedProperties() throws {
+        let model = try Self.notebook()
+        #expect(model.entity(named: "Folder")?.fetchedProperties.map(\.name) == ["namesakes", "urgentNotes"])
+        let container = try PersistentContainer(model: model, store: .inMemory)
+        let context = container.viewContext
+        try context.performAndWait {
+            let work = context.insertNewObject(forEntityName: "Folder"), home = context.insertNewObject(forEntityName: "Folder")
+            work.setValue("Work", forKey: "name")
+            home.setValue("Home", forKey: "name")
+            for (title, priority, folder) in [("a", 1, work), ("b", 3, work), ("c", 5, home), ("Home", 0, work), ("Work", 4, home)] as [(String, Int32, ManagedObject)] {
+                let note = context.insertNewObject(forEntityName: "Note")
+                note.setValue(title, forKey: "title")
+                note.setValue(priority, forKey: "priority")
+                note.setObject(folder, forKey: "folder")
+            }
+            try context.save()
+            func titles(_ objects: [ManagedObject]) -> [String] { objects.compactMap { $0.value("title", as: String.self) }.sorted() }
+            #expect(titles(try context.fetch(fetchedProperty: "urgentNotes", of: work)) == ["b"])
+            #expect(titles(try context.fetch(fetchedProperty: "urgentNotes", of: home)) == ["Work", "c"])
+            #expect(titles(try context.fetch(fetchedProperty: "namesakes", of: home)) == ["Home"])
+            home.setValue("a", forKey: "name")  // unsaved: the value the object holds now
+            #expect(titles(try context.fetch(fetchedProperty: "namesakes", of: home)) == ["a"])
+            #expect(throws: FetchError.unknownKeyPath("nope", entity: "Folder")) { _ = try context.fetch(fetchedProperty: "nope", of: home) }
+        }
+    }
+
+    @Test("a fetched property with another variable than $FETCH_SOURCE, or a key path its entities do not have, is refused by name")
+    func fetchedPropertyRefusals() throws {
+        let model = try Self.notebook()
+        for (predicate, expected) in [("folder == $FETCHED_PROPERTY", "$FETCHED_PROPERTY: a fetched property's predicate takes $FETCH_SOURCE only"),
+                                      ("title == $FETCH_SOURCE.colour", "unknown key path 'colour' on Folder"),
+                                      ("colour == $FETCH_SOURCE", "unknown key path 'colour' on Note")] {
+            var entities = model.authoredEntities
+            entities[0].fetchedProperties = [FetchedPropertyDescription(name: "odd", destinationEntityName: "Note", predicateFormat: predicate)]
+            #expect {
+                _ = try ManagedObjectModel(name: "M", entities: entities)
+            } throws: { error in
+                let text = (error as? ModelError)?.problems.first?.description ?? ""
+                return text.hasPrefix("Folder.odd: its predicate \(predicate) cannot be used") && text.contains(expected)
+            }
+        }
+    }
+
     @Test("both formats round-trip transients, Transformables and templates: Xcode's to JSON, JSON to Xcode's, and back")
     func formatsRoundTrip() throws {
         let model = try Self.notebook()

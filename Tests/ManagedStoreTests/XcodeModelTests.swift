@@ -208,11 +208,12 @@ struct XcodeModelTests {
         } catch {
             problems = error.problems.map(\.description)
         }
-        // The Transformable and the transient attribute are read (CoreDataModelFormsTests);
+        // The Transformable and the transient attribute are read (CoreDataModelFormsTests), and
+        // a fetched property with its fetch request (this one has none);
         // one configuration alone would be too, two that split the entities are not.
         let expected = [
             "Base.odd: attribute type Undefined is not supported",
-            "Base.recent: fetched properties are not supported",
+            "Base.recent: a fetched property needs a name and a fetch request naming its entity",
             "Item.many: minCount \"x\" is not a whole number, 0 or more",
             "configurations Cloud, Local put entities in different stores",
         ]

@@ -18,10 +18,14 @@ public struct EntityDescription: Sendable, Hashable {
     public var parent: String?
     /// An abstract entity has no objects of its own [isAbstract]: only its sub-entities do.
     public var isAbstract: Bool
+    /// Fetched properties [NSFetchedPropertyDescription]: a fetch of another entity's objects
+    /// with `$FETCH_SOURCE` standing for this object, answered when asked, never stored.
+    public var fetchedProperties: [FetchedPropertyDescription]
 
     public init(name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
                 uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil,
-                parent: String? = nil, isAbstract: Bool = false) {
+                parent: String? = nil, isAbstract: Bool = false, fetchedProperties: [FetchedPropertyDescription] = []) {
+        self.fetchedProperties = fetchedProperties
         self.parent = parent
         self.isAbstract = isAbstract
         self.name = name
@@ -34,6 +38,7 @@ public struct EntityDescription: Sendable, Hashable {
 
     public func attribute(named name: String) -> AttributeDescription? { attributes.first { $0.name == name } }
     public func relationship(named name: String) -> RelationshipDescription? { relationships.first { $0.name == name } }
+    public func fetchedProperty(named name: String) -> FetchedPropertyDescription? { fetchedProperties.first { $0.name == name } }
 
     /// The entity without its transient attributes: what is stored.
     var storedPart: EntityDescription {

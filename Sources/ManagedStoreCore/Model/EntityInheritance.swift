@@ -55,6 +55,7 @@ struct EntityInheritance {
             whole.relationships = chain.flatMap(\.relationships) + entity.relationships
             whole.uniquenessConstraints = chain.flatMap(\.uniquenessConstraints) + entity.uniquenessConstraints
             whole.indexes = chain.flatMap(\.indexes) + entity.indexes
+            whole.fetchedProperties = chain.flatMap(\.fetchedProperties) + entity.fetchedProperties
             return whole
         }
     }

@@ -85,6 +85,12 @@ extension ManagedObjectModel {
             return .object(m + renaming(r.renamingIdentifier))
         })))
         let lists = { (l: [[String]]) in JSONValue.array(l.map { .array($0.map(JSONValue.string)) }) }
+        if !entity.fetchedProperties.isEmpty {
+            members.append(("fetchedProperties", .array(entity.fetchedProperties.map { property in
+                .object([("name", .string(property.name)), ("entity", .string(property.destinationEntityName))]
+                        + (property.predicateFormat.map { [("predicate", JSONValue.string($0))] } ?? []))
+            })))
+        }
         members.append(("uniquenessConstraints", lists(entity.uniquenessConstraints)))
         members.append(("indexes", lists(entity.indexes)))
         return .object(members)
@@ -117,6 +123,26 @@ private struct ModelJSONReader {
             return (name, version, [])
         }
         return (name, version, entities.enumerated().compactMap { readEntity($1, position: $0) })
+    }
+
+    /// An entity's `fetchedProperties`: `{"name", "entity", "predicate"?}`, `$FETCH_SOURCE` in the
+    /// predicate standing for the object asked.
+    mutating func readFetchedProperties(_ json: JSONValue?, entity: String) -> [FetchedPropertyDescription] {
+        guard let json else { return [] }
+        guard let items = json.arrayValue else {
+            problem(entity, nil, "\"fetchedProperties\" must be an array")
+            return []
+        }
+        return items.compactMap { item in
+            guard let name = item["name"]?.stringValue, let destination = item["entity"]?.stringValue else {
+                problem(entity, nil, "a fetched property needs a \"name\" and an \"entity\"")
+                return nil
+            }
+            unknownKeys(item, allowed: ["name", "entity", "predicate"], entity: entity, property: name)
+            let predicate = item["predicate"]
+            if let predicate, predicate.stringValue == nil { problem(entity, name, "\"predicate\" must be a string") }
+            return FetchedPropertyDescription(name: name, destinationEntityName: destination, predicateFormat: predicate?.stringValue)
+        }
     }
 
     /// The `fetchRequests` list: `{"name", "entity", "predicate"?, "sort"?: ["-key", ...], "limit"?}`.
@@ -165,7 +191,7 @@ private struct ModelJSONReader {
             return nil
         }
         unknownKeys(json, allowed: ["name", "parent", "abstract", "attributes", "relationships", "uniquenessConstraints", "indexes",
-                                    "renamingIdentifier"],
+                                    "renamingIdentifier", "fetchedProperties"],
                     entity: name, property: nil)
         var parent: String?
         if let value = json["parent"] {
@@ -181,7 +207,7 @@ private struct ModelJSONReader {
                                  uniquenessConstraints: readLists(json["uniquenessConstraints"], entity: name, key: "uniquenessConstraints"),
                                  indexes: readLists(json["indexes"], entity: name, key: "indexes"),
                                  renamingIdentifier: readRenamingIdentifier(json, entity: name, property: nil),
-                                 parent: parent, isAbstract: isAbstract)
+                                 parent: parent, isAbstract: isAbstract, fetchedProperties: readFetchedProperties(json["fetchedProperties"], entity: name))
     }
 
     /// The optional `renamingIdentifier`: the element's name in an earlier version of the model.

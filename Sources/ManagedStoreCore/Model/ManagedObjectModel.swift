@@ -95,8 +95,9 @@ public final class ManagedObjectModel: Sendable {
         // adding or removing one needs no migration.
         self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored.map(\.storedPart),
                                                         renamingIdentifiers: false))
-        // Templates are checked against the finished schema: their key paths resolve through it.
-        let templateProblems = Self.resolveTemplates(fetchRequestTemplates, in: self).problems
+        // Templates and fetched properties are checked against the finished schema: their key
+        // paths resolve through it.
+        let templateProblems = Self.resolveTemplates(fetchRequestTemplates, in: self).problems + fetchedPropertyProblems()
         guard templateProblems.isEmpty else { throw ModelError(templateProblems) }
     }
 
@@ -262,9 +263,10 @@ struct ModelChecker {
             problems.append(ModelProblem(entity: entity.name, property: property, message: message))
         }
         let inheritedNames = Set((entity.attributes.dropLast(own.attributes.count).map(\.name)
-                                  + entity.relationships.dropLast(own.relationships.count).map(\.name)).map { $0.lowercased() })
+                                  + entity.relationships.dropLast(own.relationships.count).map(\.name)
+                                  + entity.fetchedProperties.dropLast(own.fetchedProperties.count).map(\.name)).map { $0.lowercased() })
         var seen: Set<String> = []
-        for name in own.attributes.map(\.name) + own.relationships.map(\.name) {
+        for name in own.attributes.map(\.name) + own.relationships.map(\.name) + own.fetchedProperties.map(\.name) {
             if let p = Self.nameProblem(name) { problem(name, "property name \(p)") }
             if inheritedNames.contains(name.lowercased()) {
                 problem(name, "is also a property of parent entity \(entity.parent ?? "?"): a sub-entity cannot declare it again")

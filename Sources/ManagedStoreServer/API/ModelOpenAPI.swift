@@ -18,6 +18,7 @@ enum ModelOpenAPI {
         document = replacing("paths", in: document) { paths in
             .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in
                 guard path.contains("{entity}") else { return [(path, item)] }
+                if path.contains("{fetchedProperty}") { return fetchedPropertyPaths(path, item, model: model) }
                 return model.entities.map { entity in
                     (path.replacingOccurrences(of: "{entity}", with: entity.name), pathItem(item, entity: entity, model: model))
                 }
@@ -101,6 +102,33 @@ enum ModelOpenAPI {
             operation = replacing("tags", in: operation) { _ in .array([.string(entity)]) }
             return (key, operation)
         })
+    }
+
+    /// The fetched-property path written out once per entity and fetched property
+    /// (`/v1/objects/Folder/{pk}/recentNotes`), answering its destination's objects with the
+    /// destination's schemas; no path for a model without fetched properties.
+    private static func fetchedPropertyPaths(_ path: String, _ item: JSONValue, model: ManagedObjectModel) -> [(String, JSONValue)] {
+        model.entities.flatMap { entity in
+            entity.fetchedProperties.compactMap { property -> (String, JSONValue)? in
+                guard model.entity(named: property.destinationEntityName) != nil else { return nil }
+                let concrete = path.replacingOccurrences(of: "{entity}", with: entity.name)
+                    .replacingOccurrences(of: "{fetchedProperty}", with: property.name)
+                let operationName = "fetch" + entity.name + property.name.prefix(1).uppercased() + property.name.dropFirst()
+                return (concrete, .object((item.objectMembers ?? []).compactMap { key, value -> (String, JSONValue)? in
+                    if key == "parameters" {
+                        let kept = (value.arrayValue ?? []).filter {
+                            $0["$ref"]?.stringValue != "#/components/parameters/Entity" && $0["name"]?.stringValue != "fetchedProperty"
+                        }
+                        return (key, .array(kept))
+                    }
+                    guard methods.contains(key) else { return (key, value) }
+                    var operation = rewritingReferences(value, entity: property.destinationEntityName, method: key)
+                    operation = replacing("operationId", in: operation) { _ in .string(operationName) }
+                    operation = replacing("tags", in: operation) { _ in .array([.string(entity.name)]) }
+                    return (key, operation)
+                }))
+            }
+        }
     }
 
     private static let methods: Set<String> = ["get", "put", "post", "delete", "patch", "head", "options"]

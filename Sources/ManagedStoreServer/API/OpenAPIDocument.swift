@@ -486,6 +486,127 @@ enum OpenAPIDocument {
     }
    }
   },
+  "/v1/objects/{entity}/{pk}/{fetchedProperty}": {
+   "parameters": [
+    {
+     "$ref": "#/components/parameters/Entity"
+    },
+    {
+     "name": "pk",
+     "in": "path",
+     "required": true,
+     "description": "The primary key (a positive integer) of the object whose property is asked.",
+     "schema": {
+      "type": "integer",
+      "minimum": 1
+     },
+     "example": 1
+    },
+    {
+     "name": "fetchedProperty",
+     "in": "path",
+     "required": true,
+     "description": "The name of one of the entity's fetched properties (`fetchedProperties` of the entity in `/v1/model`).",
+     "schema": {
+      "type": "string",
+      "minLength": 1
+     }
+    }
+   ],
+   "get": {
+    "tags": [
+     "objects"
+    ],
+    "operationId": "fetchFetchedProperty",
+    "summary": "A fetched property's objects [NSFetchedPropertyDescription].",
+    "description": "Answers the fetched property of one object as the fetch it is: its destination's objects matching its predicate, `$FETCH_SOURCE` standing for this object (`$FETCH_SOURCE.key` for a value of it), read in one snapshot. The answer is a page as `GET /v1/objects/{entity}` answers it for the destination, and the same parameters apply (`where` ANDed with the property's predicate). Nothing is stored: objects' JSON does not carry fetched properties. An entity without fetched properties has no such path (404); an object that does not exist is 404. It needs read on the entity and on the destination (each of its sub-entities too). The model's own document writes the path out per fetched property.",
+    "parameters": [
+     {
+      "name": "where",
+      "in": "query",
+      "description": "A further predicate over the destination's objects, ANDed with the fetched property's.",
+      "schema": {
+       "$ref": "#/components/schemas/Predicate"
+      }
+     },
+     {
+      "name": "sort",
+      "in": "query",
+      "description": "As for a fetch of the destination.",
+      "schema": {
+       "$ref": "#/components/schemas/SortKeys"
+      }
+     },
+     {
+      "name": "limit",
+      "in": "query",
+      "schema": {
+       "type": "integer",
+       "minimum": 1,
+       "maximum": 1000,
+       "default": 100
+      }
+     },
+     {
+      "name": "offset",
+      "in": "query",
+      "schema": {
+       "type": "integer",
+       "minimum": 0,
+       "default": 0
+      }
+     },
+     {
+      "name": "after",
+      "in": "query",
+      "schema": {
+       "$ref": "#/components/schemas/Cursor"
+      }
+     },
+     {
+      "$ref": "#/components/parameters/Fields"
+     },
+     {
+      "$ref": "#/components/parameters/Include"
+     },
+     {
+      "name": "count",
+      "in": "query",
+      "schema": {
+       "type": "boolean",
+       "default": false
+      }
+     }
+    ],
+    "responses": {
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "200": {
+      "description": "A page of the destination's objects.",
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/FetchResult"
+        }
+       }
+      }
+     },
+     "400": {
+      "$ref": "#/components/responses/BadRequest"
+     },
+     "404": {
+      "$ref": "#/components/responses/NotFound"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    }
+   }
+  },
   "/v1/objects/{entity}/aggregate": {
    "parameters": [
     {

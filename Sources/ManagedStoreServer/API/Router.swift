@@ -183,6 +183,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
             return .respond(try reads.aggregate(request, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
+        case (_, 4, "objects"):
+            return try fetchedProperty(request, entityName: rest[2], key: rest[3], name: rest[4], token: token)
         case (_, 1, "model"), (_, 1, "healthz"), (_, 1, "readyz"), (_, 1, "openapi.json"), (_, 1, "openapi.yaml"), (_, 1, "metrics"):
             throw Problem.methodNotAllowed(request.method, allowed: ["GET"])
         default:
@@ -249,6 +251,25 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func requireRead(_ entity: EntityDescription, _ token: AccessToken?) throws(Problem) {
         try access.require(token, .read, on: .entity(entity.name))
         try requireKinds(token, .read, of: entity)
+    }
+
+    /// GET /v1/objects/{Entity}/{pk}/{fetchedProperty}: read on the entity and on the objects
+    /// it answers (the destination and its sub-entities).
+    private func fetchedProperty(_ request: HTTPRequest, entityName: String, key: String, name: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
+        let entity = try parser.entity(entityName)
+        guard let property = entity.fetchedProperty(named: name) else {
+            throw Problem.notFound("no resource at \(request.path): \(entity.name) has no fetched property '\(name.prefix(64))'")
+        }
+        guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
+        try access.require(token, .read, on: .entity(entity.name))
+        if let destination = model.entity(named: property.destinationEntityName) {
+            try requireRead(destination, token)
+            try requireIncluded(request, token, from: destination)
+        }
+        guard let pk = Int64(key), pk > 0, let id = coordinator.managedObjectID(entityName: entity.name, primaryKey: pk) else {
+            throw Problem.notFound("no object \(entityName)/\(key.prefix(40)) (keys are positive integers)")
+        }
+        return .respond(try reads.fetchedProperty(request, of: id, property))
     }
 
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {

@@ -6,7 +6,7 @@
 /// logged by its route.
 enum RouteTemplate: Int, CaseIterable {
     case model, transactions, changes, healthz, readyz, metrics, openapiJSON, openapiYAML
-    case objects, object, aggregate
+    case objects, object, aggregate, fetchedProperty
     case unmatched
 
     /// The template as logs and labels write it.
@@ -23,6 +23,7 @@ enum RouteTemplate: Int, CaseIterable {
         case .objects: return "/v1/objects/{entity}"
         case .object: return "/v1/objects/{entity}/{pk}"
         case .aggregate: return "/v1/objects/{entity}/aggregate"
+        case .fetchedProperty: return "/v1/objects/{entity}/{pk}/{fetchedProperty}"
         case .unmatched: return "unmatched"
         }
     }
@@ -34,7 +35,7 @@ enum RouteTemplate: Int, CaseIterable {
     static func of(path: String) -> RouteTemplate {
         var path = path
         return path.withUTF8 { bytes in
-            // The first four segments' bounds, on the stack: a route has at most four.
+            // The first segments' bounds, on the stack: a route has at most five.
             var bounds: (Range<Int>, Range<Int>, Range<Int>, Range<Int>) = (0..<0, 0..<0, 0..<0, 0..<0)
             var count = 0
             var start = 0
@@ -45,6 +46,7 @@ enum RouteTemplate: Int, CaseIterable {
                     case 1: bounds.1 = start..<i
                     case 2: bounds.2 = start..<i
                     case 3: bounds.3 = start..<i
+                    case 4: break  // a fetched property's name: its route needs no more
                     default: return .unmatched
                     }
                     count += 1
@@ -63,9 +65,11 @@ enum RouteTemplate: Int, CaseIterable {
                 return .unmatched
             case 3:
                 return segment(bounds.1, is: "objects") ? .objects : .unmatched
-            default:
+            case 4:
                 guard segment(bounds.1, is: "objects") else { return .unmatched }
                 return segment(bounds.3, is: "aggregate") ? .aggregate : .object
+            default:
+                return segment(bounds.1, is: "objects") ? .fetchedProperty : .unmatched
             }
         }
     }

@@ -13,8 +13,31 @@ struct ReadHandlers {
     /// GET /v1/objects/{Entity}: a page of objects, with `next` and, asked for, `count`.
     func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
         let query = try FetchQuery(request, entity: entity, model: model, storeIdentifier: coordinator.storeIdentifier)
-        return try coordinator.withReadContext { context in
-            let fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
+        return try page(query, of: entity, scope: nil)
+    }
+
+    /// GET /v1/objects/{Entity}/{pk}/{fetchedProperty}: the fetched property's objects for the
+    /// object `id`, as a page of its destination's objects (the fetch parameters apply too,
+    /// `where` ANDed with the property's predicate); 404 when the object does not exist.
+    func fetchedProperty(_ request: HTTPRequest, of id: ManagedObjectID, _ property: FetchedPropertyDescription) throws -> HTTPResponse {
+        guard let destination = model.entity(named: property.destinationEntityName) else { throw Problem.unknownEntity(property.destinationEntityName) }
+        let query = try FetchQuery(request, entity: destination, model: model, allowed: FetchQuery.parameters.subtracting(["fetch"]))
+        return try page(query, of: destination) { context in
+            let source: ManagedObject
+            do { source = try context.existingObject(with: id) } catch { throw Problem.notFound("no object \(id)") }
+            return try context.fetchRequest(forFetchedProperty: property.name, of: source).predicate
+        }
+    }
+
+    /// A page of `entity`'s objects for `query`, its predicate ANDed with what `scope` gives,
+    /// read in the borrowed context.
+    private func page(_ query: FetchQuery, of entity: EntityDescription,
+                      scope: ((ManagedObjectContext) throws -> ObjectPredicate?)?) throws -> HTTPResponse {
+        try coordinator.withReadContext { context in
+            var fetchRequest = query.fetchRequest(entity: entity, timeout: configuration.queryTimeout)
+            if let scope, let scoped = try scope(context) {
+                fetchRequest.predicate = fetchRequest.predicate.map { scoped && $0 } ?? scoped
+            }
             let objects: [ManagedObject]
             let count: Int?
             let next: FetchCursor?

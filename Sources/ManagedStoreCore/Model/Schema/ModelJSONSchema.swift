@@ -57,7 +57,18 @@ package enum ModelJSONSchema {
                 "relationships": {"type": "array", "items": {"$ref": "#/$defs/relationship"}},
                 "uniquenessConstraints": {"$ref": "#/$defs/propertyLists", "description": "Each a list of attribute names whose values no two objects share."},
                 "indexes": {"$ref": "#/$defs/propertyLists", "description": "Each a list of property names the store indexes, in order."},
-                "renamingIdentifier": {"$ref": "#/$defs/renamingIdentifier"}
+                "renamingIdentifier": {"$ref": "#/$defs/renamingIdentifier"},
+                "fetchedProperties": {"type": "array", "items": {"$ref": "#/$defs/fetchedProperty"}, "description": "Fetched properties (Core Data's): each a fetch of another entity's objects, $FETCH_SOURCE in its predicate standing for the object asked; answered at GET /v1/objects/{Entity}/{pk}/{name}, never stored."}
+              }
+            },
+            "fetchedProperty": {
+              "type": "object",
+              "required": ["name", "entity"],
+              "additionalProperties": false,
+              "properties": {
+                "name": {"$ref": "#/$defs/identifier"},
+                "entity": {"$ref": "#/$defs/identifier"},
+                "predicate": {"type": "string", "description": "NSPredicate format; $FETCH_SOURCE is the object whose property is asked, $FETCH_SOURCE.key a value of it."}
               }
             },
             "attribute": {

@@ -9,8 +9,8 @@ import Foundation
 /// bytes their transformer writes, with the transformer's name (a server never unarchives);
 /// stored fetch requests as templates with their `$VARIABLES`. What has no meaning for a store
 /// a server shares is refused, each naming the entity, the property and the reason, never
-/// dropped: derived attributes, fetched properties, configurations that split the entities
-/// between stores. Parent and abstract entities are read as they are (`parentEntity`,
+/// dropped: derived attributes, configurations that split the entities between stores.
+/// Fetched properties are read as the fetches they are. Parent and abstract entities are read as they are (`parentEntity`,
 /// `isAbstract`); a relationship without an inverse is a one-way relationship.
 /// What only Xcode or code generation uses (class names, scalar types, Spotlight, the
 /// diagram's layout, user info, version hash modifiers) is left aside: it does not change
@@ -101,7 +101,14 @@ package struct XcodeModelReader {
             case "relationship":
                 if let relationship = relationship(child, of: name) { entity.relationships.append(relationship) }
             case "fetchedProperty":
-                refuse(name, child[attribute: "name"], "fetched properties are not supported: fetch with the predicate instead")
+                // Answered as the fetch it is (`FetchedPropertyDescription`).
+                guard let propertyName = child[attribute: "name"], let request = child.children(named: "fetchRequest").first,
+                      let destination = request[attribute: "entity"] else {
+                    refuse(name, child[attribute: "name"], "a fetched property needs a name and a fetch request naming its entity")
+                    continue
+                }
+                entity.fetchedProperties.append(FetchedPropertyDescription(name: propertyName, destinationEntityName: destination,
+                                                                           predicateFormat: request[attribute: "predicateString"]))
             case "uniquenessConstraints":
                 for constraint in child.children(named: "uniquenessConstraint") {
                     entity.uniquenessConstraints.append(constraint.children(named: "constraint").compactMap { $0[attribute: "value"] })

@@ -62,6 +62,12 @@ extension ManagedObjectModel {
                 ("inverseName", relationship.inverse), ("inverseEntity", relationship.inverse == nil ? nil : relationship.destination), ("elementID", relationship.renamingIdentifier),
             ]) + "/>")
         }
+        for property in entity.fetchedProperties {
+            lines.append("        <fetchedProperty" + attributes([("name", property.name), ("optional", "YES")]) + ">")
+            lines.append("            <fetchRequest" + attributes([("name", "fetchedPropertyFetchRequest"), ("entity", property.destinationEntityName),
+                                                                  ("predicateString", property.predicateFormat)]) + "/>")
+            lines.append("        </fetchedProperty>")
+        }
         for (i, index) in entity.indexes.enumerated() {
             lines.append("        <fetchIndex" + attributes([("name", "index\(i + 1)")]) + ">")
             for property in index {
