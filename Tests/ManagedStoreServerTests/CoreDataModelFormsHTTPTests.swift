@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
+@testable import ManagedStoreServer
 
 /// Core Data's model forms over HTTP (`Tests/CoreDataModels`, and Mogenerator's model from
 /// ../shared/coredata-models when present): transient attributes in the model only,
@@ -44,6 +45,12 @@ struct CoreDataModelFormsHTTPTests {
             let properties = (schemas[name] as? [String: Any])?["properties"] as? [String: Any] ?? [:]
             #expect(properties["title"] != nil && properties["isSelected"] == nil && properties["draftText"] == nil, "\(name)")
         }
+        // What serve says at start-up about such a model.
+        let notes = ModelNotes.lines(for: try ManagedObjectModel(contentsOf: Self.notebookURL))
+        #expect(notes.count == 3 && notes[0].hasPrefix("opaque bytes") && notes[0].contains("Note.color (ColorTransformer)")
+                && notes[0].contains("Note.legacy (NSKeyedUnarchiveFromData)") && notes[1].contains("Note.draftText, Note.isSelected")
+                && notes[2].contains("Note.notesInFolder($FOLDER, $MIN_PRIORITY)"), "\(notes)")
+        #expect(ModelNotes.lines(for: .taskTracker()).isEmpty)
         let color = ((schemas["Note"] as? [String: Any])?["properties"] as? [String: Any])?["color"] as? [String: Any]
         #expect((color?["contentEncoding"] as? String ?? color?["format"] as? String) != nil, "\(String(describing: color))")
     }

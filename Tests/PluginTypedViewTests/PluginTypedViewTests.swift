@@ -28,6 +28,10 @@ struct PluginTypedViewTests {
             try context.save()
             let long = try Book.fetch(in: context, where: Book.pages > 200 && Book.author == author, sortedBy: [Book.title.ascending])
             #expect(long.map(\.title) == ["The Dispossessed"])
+            // A transient attribute is a plain optional on the view, held on the object only.
+            #expect(long[0].isSelected == nil)
+            long[0].isSelected = true
+            #expect(long[0].isSelected == true && !long[0].object.hasChanges)
             #expect(author.books.count == 2 && Book.entityName == "Book")
         }
     }
