@@ -40,6 +40,14 @@ public struct EntityDescription: Sendable, Hashable {
     public func relationship(named name: String) -> RelationshipDescription? { relationships.first { $0.name == name } }
     public func fetchedProperty(named name: String) -> FetchedPropertyDescription? { fetchedProperties.first { $0.name == name } }
 
+    /// What the version hash covers: what is stored, without the fetched properties either
+    /// (fetches answered when asked), so that adding one needs no migration.
+    var hashedPart: EntityDescription {
+        var stored = storedPart
+        stored.fetchedProperties = []
+        return stored
+    }
+
     /// The entity without its transient attributes: what is stored.
     var storedPart: EntityDescription {
         guard attributes.contains(where: \.isTransient) else { return self }

@@ -96,14 +96,13 @@ extension ManagedObjectModel {
     /// Nil when the model has no template of that name; a variable without a value throws.
     public func fetchRequestFromTemplate(withName name: String, substitutionVariables: [String: Any]) throws(FetchTemplateError) -> FetchRequest? {
         guard let resolved = resolvedTemplate(named: name) else { return nil }
-        for variable in resolved.variables where substitutionVariables[variable.name] == nil {
-            throw .missingVariable(template: name, variable: variable.name)
+        for variable in resolved.variables {
+            guard let value = substitutionVariables[variable.name] else { throw .missingVariable(template: name, variable: variable.name) }
+            guard PredicateParser.expression(for: value) != nil else {
+                throw .invalidVariable(template: name, variable: variable.name, detail: "cannot take a value of type \(type(of: value))")
+            }
         }
-        do {
-            return Self.fetchRequest(resolved, predicate: try resolved.predicate?.withSubstitutionVariables(substitutionVariables))
-        } catch {
-            throw .invalidVariable(template: name, variable: "", detail: error.message)
-        }
+        return try Self.fetchRequest(resolved, substituting: substitutionVariables)
     }
 
     /// The substitution variables of the template called `name`, typed by what they meet,
@@ -133,10 +132,17 @@ extension ManagedObjectModel {
             }
             values[variable.name] = variable.isList ? typed as Any : typed[0]
         }
+        return try Self.fetchRequest(resolved, substituting: values)
+    }
+
+    /// The template's request with `values` in place of its variables, each of which was
+    /// checked to have a value of a kind a predicate takes.
+    private static func fetchRequest(_ resolved: ResolvedFetchTemplate, substituting values: [String: Any]) throws(FetchTemplateError) -> FetchRequest {
         do {
-            return Self.fetchRequest(resolved, predicate: try resolved.predicate?.withSubstitutionVariables(values))
+            return fetchRequest(resolved, predicate: try resolved.predicate?.withSubstitutionVariables(values))
         } catch {
-            throw .invalidVariable(template: name, variable: "", detail: error.message)
+            // Unreached while every variable has a checked value; said plainly should it change.
+            throw .invalidVariable(template: resolved.template.name, variable: "", detail: error.message)
         }
     }
 

@@ -91,9 +91,9 @@ public final class ManagedObjectModel: Sendable {
                 return resolved[destination].isSingleKind ? nil : (position, destination)
             }
         }
-        // Transient attributes change nothing stored, so they are not part of the hash either:
-        // adding or removing one needs no migration.
-        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored.map(\.storedPart),
+        // Transient attributes and fetched properties change nothing stored, so they are not
+        // part of the hash either: adding or removing one needs no migration.
+        self.versionHash = Self.hash(of: Self.jsonValue(name: name, version: version, entities: authored.map(\.hashedPart),
                                                         renamingIdentifiers: false))
         // Templates and fetched properties are checked against the finished schema: their key
         // paths resolve through it.
