@@ -184,8 +184,12 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The value of attribute `key` [primitiveValue(forKey:)], a transient one's too.
     public func attributeValue(forKey key: String) -> AttributeValue {
-        if entity.property(named: key) == nil, let transient = entity.transientIndex(key) { return transientValue(at: transient) }
-        let index = attributeIndex(key)
+        // One look-up on the common path; a transient is looked for only where no stored
+        // property has the name.
+        guard case .attribute(let index)? = entity.property(named: key) else {
+            if let transient = entity.transientIndex(key) { return transientValue(at: transient) }
+            return attributes[attributeIndex(key)]  // traps, naming the entity's properties
+        }
         requireContext()
         fireFaultIfNeeded()
         return attributes[index]
@@ -195,15 +199,20 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// validation when the context saves (`invalid-type`, `too-large`, ...), as in Core Data.
     /// A transient attribute's value is kept on the object only: no save writes it.
     public func setAttributeValue(_ value: AttributeValue, forKey key: String) {
-        if entity.property(named: key) == nil, let transient = entity.transientIndex(key) {
-            setTransientValue(value, at: transient)
-            return
+        guard case .attribute(let index)? = entity.property(named: key) else {
+            if let transient = entity.transientIndex(key) { return setTransientValue(value, at: transient) }
+            return setAttribute(value, at: attributeIndex(key))  // traps, naming the entity's properties
         }
-        let index = attributeIndex(key)
         setAttribute(value, at: index)
     }
 
     // MARK: Transient attributes
+
+    /// Whether `key` names a transient attribute (no stored property has the name); false at
+    /// once for an entity without transients, the common case.
+    private func isTransientName(_ key: String) -> Bool {
+        !entity.transientAttributes.isEmpty && entity.property(named: key) == nil && entity.transientIndex(key) != nil
+    }
 
     func transientValue(at index: Int) -> AttributeValue {
         requireContext()
@@ -276,14 +285,14 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
     /// in primary-key order. Setting takes the same kinds of values, or nil.
     public subscript(key: String) -> Any? {
         get {
-            if entity.property(named: key) == nil, entity.transientIndex(key) != nil { return attributeValue(forKey: key).anyValue }
+            if isTransientName(key) { return attributeValue(forKey: key).anyValue }
             switch propertyRef(key) {
             case .attribute: return attributeValue(forKey: key).anyValue
             case .relationship(let r): return entity.relationships[r].isToMany ? objects(forKey: key) : object(forKey: key)
             }
         }
         set {
-            if entity.property(named: key) == nil, entity.transientIndex(key) != nil {
+            if isTransientName(key) {
                 guard let value = AttributeValue(any: newValue) else {
                     preconditionFailure("\(entity.name).\(key): cannot hold a value of type \(type(of: newValue!)) in an attribute")
                 }
