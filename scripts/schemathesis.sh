@@ -7,8 +7,9 @@
 # Environment: MANAGEDSTORE_BIN (default .build/debug/managedstore), ST_SEED (default 1),
 # ST_MAX_EXAMPLES (default 50), ST_TIMEOUT (wall-clock bound in seconds, default 300),
 # ST_EXTRA (more arguments for `st run`, e.g. "--include-path /v1/transactions"), ST_MODEL (the
-# model arguments of `serve`, default --demo; e.g. "--model Moody.xcdatamodeld --binary-transformers
-# ColorsTransformer" for a model with inheritance).
+# model arguments of `serve`, default --demo; e.g. "--model Tests/CoreDataModels/Notebook.xcdatamodeld"
+# for fetch request templates, fetched properties, transients and Transformables, or
+# "--model ../shared/coredata-models/Moody.xcdatamodeld" for a model with inheritance).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -16,6 +16,9 @@ ST202 is what no schema can say, each refusal documented with its 4xx answer in 
   cannot relate a header to a body);
 - a transaction operation naming a ref that no earlier insert of the same transaction made (a
   schema cannot relate one array item to the ones before it).
+- a fetch request template's `var.NAME` that is missing, belongs to another template of the
+  entity, or is not a value of the type of the key path it meets (which variables a request
+  needs, and their types, depend on the template `fetch=` names).
 
 This prints how many failures fell in each of those and exits 0 when every failure is one of
 them; any other failure (another check, or an ST202 of another kind) is printed whole and the
@@ -33,6 +36,7 @@ EXPECTED = [
     ("cursor", "an `after` cursor the server did not make (opaque)"),
     ("version-twice", "If-Match and `_version` naming different versions (header beside body)"),
     ("unknown-ref", "a transaction's ref that no earlier insert made (items relate to items before them)"),
+    ("template-variable", "a template's var.NAME missing, of another template, or not of its key path's type (depends on fetch=)"),
 ]
 
 
@@ -90,6 +94,8 @@ def kind(check, text):
         return "cursor"
     if code == "bad-request" and re.fullmatch(r"If-Match \(\d+\) and _version \(\d+\) disagree", detail):
         return "version-twice"
+    if code == "bad-request" and "fetch=" in request and "variable" in problem:
+        return "template-variable"
     if code == "bad-request" and "/v1/transactions" in request and re.fullmatch(r'operation \d+: ".*" is neither an object ID of this model nor an earlier ref', detail, re.DOTALL):
         return "unknown-ref"
     return None
