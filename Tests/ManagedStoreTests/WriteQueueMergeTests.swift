@@ -39,8 +39,7 @@ struct WriteQueueMergeTests {
 
     @Test("try await perform returns the work's value after its save is merged into the reading context")
     func performReturnsAfterMerge() async throws {
-        let store = TemporaryStore()
-        let container = try Fixtures.container(.path(store.url.path))
+        let container = try Fixtures.container()  // in memory: each store of the test run
         let (projectID, _) = try Fixtures.seedProject(container.viewContext, name: "Apollo", taskTitles: [])
         let view = container.viewContext
         view.performAndWait { _ = view.object(with: projectID).value("name", as: String.self) }  // loaded
@@ -61,8 +60,7 @@ struct WriteQueueMergeTests {
     @Test("a thrown error leaves the store and the reading context unchanged, even after the work saved; the next unit starts clean",
           arguments: [false, true])
     func thrownErrorChangesNothing(savesFirst: Bool) async throws {
-        let store = TemporaryStore()
-        let container = try Fixtures.container(.path(store.url.path))
+        let container = try Fixtures.container()  // in memory: each store of the test run
         let (projectID, taskIDs) = try Fixtures.seedProject(container.viewContext, name: "P", taskTitles: ["a", "b"])
         let view = container.viewContext
         let queue = WriteQueue(coordinator: container.coordinator, mergingInto: view)
@@ -105,8 +103,7 @@ struct WriteQueueMergeTests {
 
     @Test("submit(_:result:) hands a failed save's error to its result, and the store keeps nothing of it")
     func throwingSubmit() throws {
-        let store = TemporaryStore()
-        let container = try Fixtures.container(.path(store.url.path))
+        let container = try Fixtures.container()  // in memory: each store of the test run
         let queue = WriteQueue(coordinator: container.coordinator)
         queue.start()
         defer { queue.stop() }
