@@ -221,6 +221,10 @@ public final class ManagedObject: Hashable, CustomStringConvertible {
 
     func setTransientValue(_ value: AttributeValue, at index: Int) {
         requireContext()
+        // Misuse by the program, trapped as a stored attribute's misuse is (`setAttribute`).
+        // Nothing a client sends reaches here: the server sets no transient (a write naming one
+        // is 400 in `ObjectBody`). A stored attribute's wrong type waits for validation; a
+        // transient is never validated, so its type is checked here.
         precondition(!isDeleted, "ManagedObject \(objectID): setting '\(entity.transientAttributes[index].name)' on a deleted object")
         precondition(value.isNull || value.fits(entity.transientAttributes[index].type),
                      "\(entity.name).\(entity.transientAttributes[index].name) is a transient \(entity.transientAttributes[index].type.rawValue): cannot hold a \(value.kindName)")

@@ -60,12 +60,17 @@ public enum FetchTemplateError: Error, Sendable, Equatable, CustomStringConverti
     case missingVariable(template: String, variable: String)
     /// A value was given that the variable cannot take (text not of its key path's type).
     case invalidVariable(template: String, variable: String, detail: String)
+    /// A value was given for a variable the template does not have; `known` are its variables.
+    case unknownVariable(template: String, variable: String, known: [String])
 
     public var description: String {
         switch self {
         case .unknownTemplate(let name): return "the model has no fetch request template named '\(name)'"
         case let .missingVariable(template, variable): return "fetch request template '\(template)' needs a value for $\(variable)"
         case let .invalidVariable(template, variable, detail): return "fetch request template '\(template)': $\(variable) \(detail)"
+        case let .unknownVariable(template, variable, known):
+            return "fetch request template '\(template)' has no variable $\(variable)"
+                + (known.isEmpty ? ": it takes none" : " (it takes \(known.map { "$" + $0 }.joined(separator: ", ")))")
         }
     }
 }
@@ -113,10 +118,15 @@ extension ManagedObjectModel {
 
     /// The template called `name` with each variable's value given as text, read as the type
     /// of the key path it meets (`"3"` for an integer, an RFC 3339 date, `"Project/7"` for an
-    /// object, comma-separated values for `IN`): how a value reaches it from a URL.
+    /// object, comma-separated values for `IN`): how a value reaches it from a URL. A text for
+    /// a variable the template does not have is refused too: one parse of the template checks all.
     package func fetchRequestFromTemplate(withName name: String, variableTexts: [String: String],
                                           storeIdentifier: UUID) throws(FetchTemplateError) -> FetchRequest {
         guard let resolved = resolvedTemplate(named: name) else { throw .unknownTemplate(name) }
+        let known = resolved.variables.map(\.name)
+        for given in variableTexts.keys.sorted() where !known.contains(given) {
+            throw .unknownVariable(template: name, variable: given, known: known)
+        }
         var values: [String: Any] = [:]
         for variable in resolved.variables {
             guard let text = variableTexts[variable.name] else { throw .missingVariable(template: name, variable: variable.name) }

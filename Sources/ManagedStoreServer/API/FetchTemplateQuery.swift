@@ -24,7 +24,7 @@ struct FetchTemplateQuery {
             }
             return nil
         }
-        guard let variables = model.variables(ofFetchRequestTemplate: name), let template = model.fetchRequestTemplates.first(where: { $0.name == name }) else {
+        guard let template = model.fetchRequestTemplates.first(where: { $0.name == name }) else {
             let known = model.fetchRequestTemplates.filter { $0.entityName == entity.name }.map(\.name)
             throw Problem.badRequest("the model has no fetch request template '\(name)'"
                                      + (known.isEmpty ? "" : " (\(entity.name) has: \(known.joined(separator: ", ")))"))
@@ -36,14 +36,7 @@ struct FetchTemplateQuery {
         }
         var texts: [String: String] = [:]
         for (parameter, value) in request.query where parameter.hasPrefix(Self.variablePrefix) {
-            let variable = String(parameter.dropFirst(Self.variablePrefix.count))
-            guard variables.contains(where: { $0.name == variable }) else {
-                let names = variables.map { "var." + $0.name }
-                throw Problem.badRequest("fetch request template '\(name)' has no variable $\(variable)"
-                                         + (names.isEmpty ? ": it takes none" : " (it takes \(names.joined(separator: ", ")))"))
-                    .with(("variable", .string(variable)))
-            }
-            texts[variable] = value
+            texts[String(parameter.dropFirst(Self.variablePrefix.count))] = value
         }
         let fetch: FetchRequest
         do throws(FetchTemplateError) {
@@ -54,6 +47,11 @@ struct FetchTemplateQuery {
                 throw Problem.badRequest("\(error): give it as var.\(variable)=value").with(("variable", .string(variable)))
             case let .invalidVariable(_, variable, _):
                 throw Problem.badRequest(error.description).with(("variable", .string(variable)))
+            case let .unknownVariable(_, variable, known):
+                let names = known.map { "var." + $0 }
+                throw Problem.badRequest("fetch request template '\(name)' has no variable $\(variable)"
+                                         + (names.isEmpty ? ": it takes none" : " (it takes \(names.joined(separator: ", ")))"))
+                    .with(("variable", .string(variable)))
             case .unknownTemplate:
                 throw Problem.badRequest(error.description)
             }
