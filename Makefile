@@ -26,7 +26,13 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-test: test-openapi test-unit test-fuzz test-schemathesis test-python-client test-swift-client test-tsan
+TEST_STAGES = test-openapi test-unit test-fuzz test-schemathesis test-python-client test-swift-client test-tsan
+# Each stage in turn, and what each took, so that a CI log says where its minutes went.
+test:
+	@started=$$(date +%s); for stage in $(TEST_STAGES); do \
+	    begun=$$(date +%s); $(MAKE) --no-print-directory $$stage || exit 1; \
+	    echo "=== make test: $$stage took $$(( $$(date +%s) - begun )) s"; \
+	done; echo "=== make test: every stage passed in $$(( $$(date +%s) - started )) s"
 
 test-unit: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
@@ -36,7 +42,7 @@ test-unit: deps
 # The library's context, fault, save, conflict, merge-policy and aggregate suites again, their in-memory
 # containers on the dictionary store (Tests/Support): a second implementation of the store
 # protocol, the proof that the contexts need nothing of SQLite's.
-DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests|EntityInheritanceTests|RelationshipToParentTests
+DICTIONARY_SUITES = AggregateTests|ContextTests|NestedContextTests|DeleteRuleTests|OneToOneTests|ValidationTests|FetchTests|FetchBatchSizeTests|PaginationTests|StoredObjectRowTests|ConflictTests|MergePolicyTests|ContextNotificationTests|BatchRequestTests|GroupCommitTests|AsynchronousFetchTests|IdempotentSaveTests|PrimaryKeyTests|WriteQueueMergeTests|OrderedRelationshipTests|RelationshipCountTests|OneWayRelationshipTests|EntityInheritanceTests|RelationshipToParentTests|MergedInsertTests
 test-dictionary-store: deps
 	MANAGEDSTORE_TEST_STORE=dictionary SWIFT=$(SWIFT) ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(DICTIONARY_SUITES))/'
 

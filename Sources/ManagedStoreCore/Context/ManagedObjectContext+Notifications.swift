@@ -94,18 +94,26 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Takes in another context's save [mergeChanges(fromContextDidSave:)]. Registered objects
-    /// the save updated take in the store's current values and version, keeping this context's
-    /// own unsaved changes on top (`refresh(_:mergeChanges: true)`); faults need nothing, they
-    /// read the store when used. Registered objects the save deleted lose their changes and
-    /// become inaccessible (as if their row had vanished before they were read). Observers hear
-    /// of both in an objects-did-change notification (refreshed and invalidated). A context
-    /// pinned to a query generation moves to the current one first.
+    /// Takes in another context's save [mergeChanges(fromContextDidSave:)]. Objects the save
+    /// inserted are new to this context: each is registered as a fault (read from the store
+    /// when used) and listed as inserted, as Core Data faults them in, so that a list on
+    /// screen learns of a new row from the notification alone. (A context that does not retain
+    /// its registered objects lists them without keeping a fault nobody holds.) Registered
+    /// objects the save updated take in the store's current values and version, keeping this
+    /// context's own unsaved changes on top (`refresh(_:mergeChanges: true)`); faults need
+    /// nothing, they read the store when used. Registered objects the save deleted lose their
+    /// changes and become inaccessible (as if their row had vanished before they were read).
+    /// Observers hear of all three in an objects-did-change notification (inserted, refreshed
+    /// and invalidated). A context pinned to a query generation moves to the current one first.
     public func mergeChanges(fromContextDidSave saved: SavedChanges) {
         assertOnQueue()
         precondition(snapshotSession == nil, "mergeChanges inside performInSnapshot: merge after the block")
         advancePinnedGeneration()
         let observed = observers.isObserved
+        for id in saved.inserted where lookupIncludingAliases(id) == nil && canHoldMergedInsert(id) {
+            if retainsRegisteredObjectsNow { _ = makeFault(id) }
+            if observed { noteForObservers(\.inserted, id) }
+        }
         for id in saved.deleted {
             guard let object = lookupIncludingAliases(id), !object.isInserted else { continue }
             forgetPendingChanges(of: object)
@@ -117,6 +125,13 @@ extension ManagedObjectContext {
             refresh(object, mergeChanges: true)
         }
         tellUnprocessedChanges()
+    }
+
+    /// Whether a merged save's inserted `id` names an object this context can read: one of its
+    /// store and model, and, for a root context, a permanent ID (a child's save into its parent
+    /// carries temporary IDs, which only the parent's other children can follow).
+    private func canHoldMergedInsert(_ id: ManagedObjectID) -> Bool {
+        coordinator.isValid(id) && (!id.isTemporaryID || parent != nil)
     }
 
     /// Merges a save made elsewhere (another process, another coordinator on the same store, a
