@@ -62,21 +62,36 @@ let package = Package(
             dependencies: ["ManagedStore", "CMicroHTTPD", "CSHA256", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The typed entity views' Swift, from a model (the core alone): for `managedstore
+        // generate swift` and for the build plugin's tool.
+        .target(
+            name: "ManagedStoreCodegen",
+            dependencies: ["ManagedStoreCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The build plugin's tool: a package that uses the plugin builds this and the core, not
+        // the server (no libmicrohttpd to install for it).
+        .executableTarget(
+            name: "managedstore-typed-views",
+            dependencies: ["ManagedStoreCore", "ManagedStoreCodegen"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "managedstore",
             dependencies: [
                 "ManagedStore",
                 "ManagedStoreServer",
+                "ManagedStoreCodegen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // Typed entity views at build time, from the models in a target (`managedstore generate swift`).
+        // Typed entity views at build time, from the models in a target (as `managedstore generate swift`).
         .plugin(
             name: "GenerateTypedViews",
             capability: .buildTool(),
-            dependencies: ["managedstore"]
+            dependencies: ["managedstore-typed-views"]
         ),
         // What both test targets share: the dictionary store (a second implementation of the
         // store protocol), the table of the five merge policies, and the PostgreSQL test database.
@@ -98,10 +113,13 @@ let package = Package(
             dependencies: ["ManagedStore"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // A model file in the target, its typed views made by the plugin at build time.
+        // Model files in the target, their typed views made by the plugin at build time: a JSON
+        // model, and an Xcode model (one version, as SwiftPM lists it: one file) that the tests
+        // also load from the bundle.
         .testTarget(
             name: "PluginTypedViewTests",
             dependencies: ["ManagedStore"],
+            resources: [.copy("Garden.xcdatamodel")],
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: ["GenerateTypedViews"]
         ),

@@ -1,14 +1,16 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// The Swift file of one entity's typed view (`TypedObject`), as `managedstore generate swift`
 /// writes it: a struct named after the entity, a typed key (`static let`) and a property per
-/// attribute and relationship. What a Swift name cannot be, or what the view itself is made
-/// of, is refused by name rather than written as code that does not compile.
-enum SwiftEntityGenerator {
+/// attribute and relationship; a to-one's key has its destination's keys as members, so that
+/// `Bookmark.zimFile.name` is a typed key too. What a Swift name cannot be, or what the view
+/// itself is made of, is refused by name rather than written as code that does not compile.
+/// Used by `managedstore generate swift` and by the build plugin's tool.
+package enum SwiftEntityGenerator {
     /// Swift's own type for each attribute type (spelled out, so that an entity named `Date`
     /// cannot shadow Foundation's).
-    static func swiftType(_ type: AttributeType) -> String {
+    package static func swiftType(_ type: AttributeType) -> String {
         switch type {
         case .integer16: "Swift.Int16"
         case .integer32: "Swift.Int32"
@@ -26,7 +28,7 @@ enum SwiftEntityGenerator {
     }
 
     /// Names the typed view uses itself, and Swift's keywords, which a property cannot take.
-    static let reserved: Set<String> = [
+    package static let reserved: Set<String> = [
         "object", "objectID", "entityName", "insert", "fetch", "fetchRequest", "value", "setValue", "destination", "setDestination",
         "destinations", "setDestinations", "init", "self", "Self", "Type", "Protocol", "Swift", "Foundation", "ManagedStore", "class", "struct", "enum", "protocol", "extension",
         "func", "var", "let", "static", "public", "private", "internal", "fileprivate", "open", "import", "return", "if", "else", "for",
@@ -35,7 +37,7 @@ enum SwiftEntityGenerator {
     ]
 
     /// Every name in `model` that cannot be generated, and why.
-    static func problems(_ model: ManagedObjectModel) -> [ModelProblem] {
+    package static func problems(_ model: ManagedObjectModel) -> [ModelProblem] {
         var problems: [ModelProblem] = []
         for entity in model.entities {
             if reserved.contains(entity.name) { problems.append(ModelProblem(entity: entity.name, message: "is a Swift keyword: no type can take its name")) }
@@ -48,12 +50,12 @@ enum SwiftEntityGenerator {
     }
 
     /// The file for `entity`, with `access` (`public` or `internal`) on what it declares.
-    static func file(for entity: EntityDescription, of model: ManagedObjectModel, access: String) -> String {
+    package static func file(for entity: EntityDescription, of model: ManagedObjectModel, access: String) -> String {
         header(model) + view(of: entity, of: model, access: access)
     }
 
     /// One file holding the views of every entity of `model` (what the build plugin asks for).
-    static func combinedFile(of model: ManagedObjectModel, access: String) -> String {
+    package static func combinedFile(of model: ManagedObjectModel, access: String) -> String {
         header(model) + model.entities.map { view(of: $0, of: model, access: access) }.joined(separator: "\n")
     }
 
@@ -110,7 +112,7 @@ enum SwiftEntityGenerator {
             lines += [
                 "",
                 relationship.isOrdered ? "    /// Ordered: read in its own order; setting it sets the order." : nil,
-                "    \(a)static let \(relationship.name) = TypedRelationship<\(entity.name), \(destination)>(\"\(relationship.name)\")",
+                "    \(a)static let \(relationship.name) = \(relationship.isToMany ? "TypedToMany" : "TypedToOne")<\(entity.name), \(destination)>(\"\(relationship.name)\")",
                 relationship.isToMany
                     ? "    \(a)var \(relationship.name): [\(destination)] {\n        get { destinations(Self.\(relationship.name)) }\n        nonmutating set { setDestinations(newValue, for: Self.\(relationship.name)) }\n    }"
                     : "    \(a)var \(relationship.name): \(destination)? {\n        get { destination(Self.\(relationship.name)) }\n        nonmutating set { setDestination(newValue, for: Self.\(relationship.name)) }\n    }",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ManagedStore
+import ManagedStoreCodegen
 
 /// `managedstore generate swift --model M --output DIR`: typed entity views for a model.
 struct GenerateCommand: ParsableCommand {
@@ -51,18 +52,10 @@ struct GenerateCommand: ParsableCommand {
             }
             // One file, or a file per entity: each rewritten only when it changes, so that a
             // build does not compile it again.
-            let files: [(URL, String)]
-            if let file {
-                files = [(URL(fileURLWithPath: file), SwiftEntityGenerator.combinedFile(of: loaded, access: access))]
-            } else {
-                let folder = URL(fileURLWithPath: output ?? ".")
-                files = loaded.entities.map { (folder.appendingPathComponent("\($0.name).swift"), SwiftEntityGenerator.file(for: $0, of: loaded, access: access)) }
-            }
+            let files = TypedViewFiles.files(of: loaded, file: file.map { URL(fileURLWithPath: $0) },
+                                             folder: output.map { URL(fileURLWithPath: $0) }, access: access)
             do {
-                for (url, text) in files {
-                    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    if (try? String(contentsOf: url, encoding: .utf8)) != text { try Data(text.utf8).write(to: url, options: .atomic) }
-                }
+                try TypedViewFiles.writeChanged(files)
             } catch {
                 CommandLog.error("cannot write \(file ?? output ?? ""): \(error.localizedDescription)")
                 throw ExitCode(1)

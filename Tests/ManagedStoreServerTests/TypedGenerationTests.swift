@@ -65,6 +65,12 @@ struct TypedGenerationTests {
                 task.title = "Launch"
                 return try Task.fetch(in: context, where: Task.priority >= 3 && Task.title.beginsWith("L"), sortedBy: [Task.priority.descending])
             }
+            func throughProject(_ context: ManagedObjectContext, _ task: Task) throws -> [Task] {
+                let name: String? = task.value(Task.project.name)
+                task.setValue(true, for: Task.project.archived)
+                return try Task.fetch(in: context, where: Task.project.name == (name ?? "") && Task.project.archived != true,
+                                      sortedBy: [Task.project.name.ascending])
+            }
             """)
         #expect(right.status == 0, "the right types must compile: \(right.output)")
         for (code, diagnostic) in [
@@ -73,6 +79,12 @@ struct TypedGenerationTests {
             ("func f(_ task: Task) { task.priority = \"high\" }", "cannot assign value of type 'String' to type 'Int64'"),
             ("func f(_ task: Task, _ tag: Tag) { task.project = tag }", "cannot assign value of type 'Tag' to type 'Project'"),
             ("func f() -> ObjectPredicate { Task.done.beginsWith(\"t\") }", "beginsWith"),
+            // Through a to-one, the destination's keys keep their types; a to-many ends the path.
+            ("func f() -> ObjectPredicate { Task.project.name == 5 }", "TypedAttribute<Task, String>"),
+            ("func f() -> ObjectPredicate { Task.project.archived >= \"yes\" }", "TypedAttribute<Task, Bool>"),
+            ("func f() -> ObjectPredicate { Task.project.title == \"x\" }", "title"),
+            ("func f() -> ObjectPredicate { Task.tags.label == \"x\" }", "label"),
+            ("func f() -> [TypedSort<Project>] { [Task.project.name.ascending] }", "TypedSort<Task>"),
         ] {
             let wrong = try Self.typecheck(code)
             #expect(wrong.status != 0 && wrong.output.contains(diagnostic), "\(code) must not compile: \(wrong.output.prefix(600))")

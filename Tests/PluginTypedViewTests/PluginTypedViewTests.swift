@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import ManagedStore
 
-/// The GenerateTypedViews build plugin: Library.model.json sits in this target, and its typed
-/// views (`Author`, `Book`) exist only because the plugin generated them at build time.
+/// The GenerateTypedViews build plugin: Library.model.json and Garden.xcdatamodel sit in this
+/// target, and their typed views (`Author`, `Book`, `Bed`, `Plant`) exist only because the
+/// plugin generated them at build time.
 @Suite("Typed views made by the build plugin")
 struct PluginTypedViewTests {
     static func model() throws -> ManagedObjectModel {
@@ -104,6 +105,50 @@ struct PluginTypedViewTests {
             // The parent's uniqueness constraint spans both kinds.
             Magazine.insert(into: context).catalogNumber = 10
             #expect(throws: SaveError.self) { try context.save() }
+        }
+    }
+
+    @Test("an Xcode model in the target (an .xcdatamodel, listed by SwiftPM as one file) gets its views, keys through to-ones included")
+    func xcodeModelInTarget() throws {
+        let url = try #require(Bundle.module.url(forResource: "Garden", withExtension: "xcdatamodel"))
+        let container = try PersistentContainer(model: try ManagedObjectModel(contentsOf: url), store: .inMemory)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for (name, species) in [("North", ["Kale", "Leek"]), ("South", ["Basil"])] {
+                let bed = Bed.insert(into: context)
+                bed.name = name
+                for kind in species {
+                    let plant = Plant.insert(into: context)
+                    plant.species = kind
+                    plant.bed = bed
+                }
+            }
+            try context.save()
+            let north = try Plant.fetch(in: context, where: Plant.bed.name == "North", sortedBy: [Plant.species.descending])
+            #expect(north.map(\.species) == ["Leek", "Kale"])
+            #expect(try Plant.fetch(in: context, sortedBy: [Plant.bed.name.descending, Plant.species.ascending]).map(\.species) == ["Basil", "Kale", "Leek"])
+        }
+    }
+
+    @Test("keys through to-ones go on through a second to-one, and a book's author's name is a typed key of Book")
+    func keysThroughTwoToOnes() throws {
+        let container = try PersistentContainer(model: try Self.model(), store: .inMemory)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for (name, title) in [("Le Guin", "The Lathe of Heaven"), ("Calvino", "Mr Palomar")] {
+                let author = Author.insert(into: context)
+                author.name = name
+                let book = Book.insert(into: context)
+                book.title = title
+                book.author = author
+                author.favorite = book
+            }
+            try context.save()
+            #expect(Author.favorite.author.name.keyPath == "favorite.author.name")
+            let found = try Author.fetch(in: context, where: Author.favorite.author.name == "Calvino").map(\.name)
+            #expect(found == ["Calvino"])
+            #expect(try Book.fetch(in: context, where: Book.author.favorite == nil).isEmpty)
+            #expect(try Book.fetch(in: context, sortedBy: [Book.author.name.ascending]).map(\.title) == ["Mr Palomar", "The Lathe of Heaven"])
         }
     }
 }

@@ -94,4 +94,54 @@ struct TypedModelTests {
             #expect(x.tasks.isEmpty && y.tasks.map(\.title) == ["Move"] && b.tasks.isEmpty)
         }
     }
+
+    @Test("typed keys through a to-one: predicates and sorts give what their string key paths give, and read and write at the path's end")
+    func keyPathsThroughToOne() throws {
+        let container = try PersistentContainer(model: .taskTracker(), store: .inMemory)
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for (name, titles) in [("Apollo", ["Launch", "Orbit"]), ("Gemini", ["Dock"]), ("Zond", [])] {
+                let project = Project.insert(into: context)
+                project.name = name
+                project.archived = name == "Gemini"
+                for title in titles {
+                    let task = Task.insert(into: context)
+                    task.title = title
+                    task.project = project
+                }
+            }
+            let loose = Task.insert(into: context)
+            loose.title = "Unfiled"
+            try context.save()
+
+            #expect(Task.project.name.keyPath == "project.name")
+            // Each typed form against the string form it stands for: the same objects, in the same order.
+            let twins: [(ObjectPredicate, ObjectPredicate)] = [
+                (Task.project.name == "Apollo", .key("project.name") == "Apollo"),
+                (Task.project.name.beginsWith("G") || Task.project.archived == true,
+                 .key("project.name").beginsWith("G") || .key("project.archived") == true),
+                (Task.project.name != nil, .key("project.name") != nil),
+                (Task.project.name.isIn(["Gemini", "Zond"]), .key("project.name").isIn(["Gemini", "Zond"])),
+            ]
+            for (typed, untyped) in twins {
+                let sorts = [Task.project.name.descending, Task.title.ascending]
+                let viaTyped = try Task.fetch(in: context, where: typed, sortedBy: sorts).map(\.objectID)
+                let viaString = try context.fetch(FetchRequest(entityName: "Task", predicate: untyped, sortDescriptors: [
+                    ObjectSortDescriptor("project.name", ascending: false), ObjectSortDescriptor("title")])).map(\.objectID)
+                #expect(viaTyped == viaString && !viaTyped.isEmpty, "\(typed)")
+            }
+            #expect(try Task.fetch(in: context, where: Task.project.name == "Apollo", sortedBy: [Task.title.descending]).map(\.title)
+                    == ["Orbit", "Launch"])
+
+            // Read and written at the path's end; a step that holds nothing reads nil and takes no write.
+            let dock = try #require(try Task.fetch(in: context, where: Task.title == "Dock").first)
+            #expect(dock.value(Task.project.name) == "Gemini" && dock.value(Task.project.archived) == true)
+            dock.setValue("Gemini II", for: Task.project.name)
+            #expect(dock.project?.name == "Gemini II")
+            #expect(loose.value(Task.project.name) == nil)
+            loose.setValue("nowhere", for: Task.project.name)
+            #expect(loose.project == nil && !loose.object.hasChanges)
+            try context.save()
+        }
+    }
 }

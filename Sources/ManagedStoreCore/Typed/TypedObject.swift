@@ -14,19 +14,6 @@ public protocol TypedObject {
     init(_ object: ManagedObject)
 }
 
-/// An attribute of `Root`'s entity holding values of `Value`: the typed key of predicates and
-/// sorts (`Task.priority >= 3`, `Task.title.ascending`) and of the generated properties.
-public struct TypedAttribute<Root: TypedObject, Value: AttributeValueConvertible>: Sendable, Hashable {
-    public let name: String
-    public init(_ name: String) { self.name = name }
-}
-
-/// A relationship of `Root`'s entity whose destinations are `Destination`'s objects.
-public struct TypedRelationship<Root: TypedObject, Destination: TypedObject>: Sendable, Hashable {
-    public let name: String
-    public init(_ name: String) { self.name = name }
-}
-
 /// The typed view of an entity that has objects of its own: every entity but an abstract one,
 /// so that inserting an abstract entity's object does not compile.
 public protocol InsertableTypedObject: TypedObject {}
@@ -54,30 +41,36 @@ extension TypedObject {
         try context.fetch(fetchRequest(where: predicate, sortedBy: sorts, limit: limit)).map(Self.init)
     }
 
-    // What the generated properties read and write through.
+    // What the generated properties read and write through. A key through to-ones
+    // (`Bookmark.zimFile.name`) reads the object at its end, or nil when a step holds none, and
+    // writes there, or nowhere when a step holds none [value(forKeyPath:), setValue(_:forKeyPath:)].
 
     public func value<Value>(_ attribute: TypedAttribute<Self, Value>) -> Value? {
-        object.value(attribute.name, as: Value.self)
+        guard let (holder, key) = object.endOfKeyPath(attribute.keyPath) else { return nil }
+        return holder.value(key, as: Value.self)
     }
 
     public func setValue<Value>(_ value: Value?, for attribute: TypedAttribute<Self, Value>) {
-        object.setValue(value, forKey: attribute.name)
+        guard let (holder, key) = object.endOfKeyPath(attribute.keyPath) else { return }
+        holder.setValue(value, forKey: key)
     }
 
-    public func destination<Destination>(_ relationship: TypedRelationship<Self, Destination>) -> Destination? {
-        object.object(forKey: relationship.name).map(Destination.init)
+    public func destination<Destination>(_ relationship: TypedToOne<Self, Destination>) -> Destination? {
+        guard let (holder, key) = object.endOfKeyPath(relationship.keyPath) else { return nil }
+        return holder.object(forKey: key).map(Destination.init)
     }
 
-    public func setDestination<Destination>(_ destination: Destination?, for relationship: TypedRelationship<Self, Destination>) {
-        object.setObject(destination?.object, forKey: relationship.name)
+    public func setDestination<Destination>(_ destination: Destination?, for relationship: TypedToOne<Self, Destination>) {
+        guard let (holder, key) = object.endOfKeyPath(relationship.keyPath) else { return }
+        holder.setObject(destination?.object, forKey: key)
     }
 
-    public func destinations<Destination>(_ relationship: TypedRelationship<Self, Destination>) -> [Destination] {
-        object.objects(forKey: relationship.name).map(Destination.init)
+    public func destinations<Destination>(_ relationship: TypedToMany<Self, Destination>) -> [Destination] {
+        object.objects(forKey: relationship.keyPath).map(Destination.init)
     }
 
-    public func setDestinations<Destination>(_ destinations: [Destination], for relationship: TypedRelationship<Self, Destination>) {
-        object.setObjects(destinations.map(\.object), forKey: relationship.name)
+    public func setDestinations<Destination>(_ destinations: [Destination], for relationship: TypedToMany<Self, Destination>) {
+        object.setObjects(destinations.map(\.object), forKey: relationship.keyPath)
     }
 }
 
@@ -89,5 +82,19 @@ extension ManagedObject {
         guard let model = context?.coordinator.model, let kind = model.resolvedEntity(named: T.entityName),
               kind.kinds.contains(entity.index) else { return nil }
         return T(self)
+    }
+
+    /// The object a key path's to-one steps lead to from this one, and the key left to read
+    /// there: `zimFile.owner.name` gives the owner and `name`. Nil when a step holds no object.
+    func endOfKeyPath(_ keyPath: String) -> (ManagedObject, String)? {
+        guard keyPath.utf8.contains(UInt8(ascii: ".")) else { return (self, keyPath) }
+        var steps = keyPath.split(separator: ".", omittingEmptySubsequences: false)
+        let last = String(steps.removeLast())
+        var holder = self
+        for step in steps {
+            guard let next = holder.object(forKey: String(step)) else { return nil }
+            holder = next
+        }
+        return (holder, last)
     }
 }

@@ -21,7 +21,7 @@ struct Project: InsertableTypedObject {
         nonmutating set { setValue(newValue, for: Self.archived) }
     }
 
-    static let tasks = TypedRelationship<Project, Task>("tasks")
+    static let tasks = TypedToMany<Project, Task>("tasks")
     var tasks: [Task] {
         get { destinations(Self.tasks) }
         nonmutating set { setDestinations(newValue, for: Self.tasks) }

@@ -15,7 +15,7 @@ struct Tag: InsertableTypedObject {
         nonmutating set { setValue(newValue, for: Self.label) }
     }
 
-    static let tasks = TypedRelationship<Tag, Task>("tasks")
+    static let tasks = TypedToMany<Tag, Task>("tasks")
     var tasks: [Task] {
         get { destinations(Self.tasks) }
         nonmutating set { setDestinations(newValue, for: Self.tasks) }

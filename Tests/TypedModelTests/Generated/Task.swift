@@ -39,13 +39,13 @@ struct Task: InsertableTypedObject {
         nonmutating set { setValue(newValue, for: Self.due) }
     }
 
-    static let project = TypedRelationship<Task, Project>("project")
+    static let project = TypedToOne<Task, Project>("project")
     var project: Project? {
         get { destination(Self.project) }
         nonmutating set { setDestination(newValue, for: Self.project) }
     }
 
-    static let tags = TypedRelationship<Task, Tag>("tags")
+    static let tags = TypedToMany<Task, Tag>("tags")
     var tags: [Tag] {
         get { destinations(Self.tags) }
         nonmutating set { setDestinations(newValue, for: Self.tags) }
