@@ -6,7 +6,7 @@ SWIFT ?= swift
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
 
-.PHONY: deps build server run demo test test-unit test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
+.PHONY: deps build server run demo test test-unit test-example test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -26,7 +26,7 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-TEST_STAGES = test-openapi test-unit test-fuzz test-schemathesis test-python-client test-swift-client test-tsan
+TEST_STAGES = test-openapi test-unit test-example test-fuzz test-schemathesis test-python-client test-swift-client test-tsan
 # Each stage in turn, and what each took, so that a CI log says where its minutes went.
 test:
 	@started=$$(date +%s); for stage in $(TEST_STAGES); do \
@@ -58,6 +58,11 @@ test-postgres-store: deps
 	uri=$$(./scripts/postgres-cluster.sh start "$$dir") && \
 	MANAGEDSTORE_TEST_STORE=postgres MANAGEDSTORE_TEST_POSTGRES="$$uri" SWIFT=$(SWIFT) \
 	    ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(POSTGRES_SUITES))/' --filter ManagedStoreServerTests
+
+## make test-example: Examples/ReadingList built as a user builds it (a path dependency, an
+## .xcdatamodeld, the typed-views plugin) and run
+test-example: deps
+	SWIFT=$(SWIFT) ./scripts/example-package.sh
 
 test-tsan: deps
 	MANAGEDSTORE_STRESS_SECONDS=2 SWIFT=$(SWIFT) ./scripts/test-unit.sh --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests

@@ -90,16 +90,29 @@ struct ReadmeTourTests {
         #expect(tags == 1)
     }
 
-    @Test("the README's code blocks are the code these tests run, line for line")
+    @Test("the README's code blocks are the code the tests and the example package run, line for line")
     func readmeMatchesTests() throws {
-        let here = URL(fileURLWithPath: #filePath)
-        let source = try String(contentsOf: here, encoding: .utf8)
-        let readme = try String(contentsOf: here.deletingLastPathComponent().appendingPathComponent("../../README.md").standardizedFileURL, encoding: .utf8)
-        for (begin, end) in [("// README: begin\n", "// README: end"), ("// README: begin queue\n", "// README: end queue")] {
-            let start = try #require(source.range(of: begin)), stop = try #require(source.range(of: end, range: start.upperBound..<source.endIndex))
-            let lines = source[start.upperBound..<stop.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-            let block = lines.map { $0.hasPrefix("        ") ? String($0.dropFirst(8)) : String($0) }.joined(separator: "\n")
-            #expect(readme.contains(block), "README.md no longer holds the block after '\(begin)' in ReadmeTourTests.swift")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        // Each file, and the names of its blocks ("" for the one after a bare "// README: begin").
+        let sources: [(String, [String])] = [
+            ("Tests/ManagedStoreTests/ReadmeTourTests.swift", ["", "queue"]),
+            ("Tests/TypedModelTests/TypedModelTests.swift", [""]),
+            ("Examples/ReadingList/Package.swift", ["package"]),
+            ("Examples/ReadingList/Sources/ReadingList/main.swift", ["model", "path"]),
+        ]
+        for (path, names) in sources {
+            let source = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+            for name in names {
+                let begin = "// README: begin" + (name.isEmpty ? "" : " " + name) + "\n", end = "// README: end" + (name.isEmpty ? "\n" : " " + name)
+                let start = try #require(source.range(of: begin), "\(path) has no '\(begin)'")
+                let stop = try #require(source.range(of: end, range: start.upperBound..<source.endIndex), "\(path) has no '\(end)'")
+                // The block's lines, without the indentation they share.
+                let lines = source[start.upperBound..<stop.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                let indent = lines.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }.map { $0.prefix { $0 == " " }.count }.min() ?? 0
+                let block = lines.map { String($0.dropFirst(min(indent, $0.prefix { $0 == " " }.count))) }.joined(separator: "\n")
+                #expect(readme.contains(block), "README.md no longer holds the block after '\(begin)' in \(path)")
+            }
         }
     }
 }
