@@ -10,10 +10,11 @@
 # `ManagedStore` whatever this checkout's folder is called (SwiftPM names a path dependency
 # after its folder).
 #
-# Environment: SWIFT (default swift).
+# Environment: SWIFT (default swift), SWIFT_BUILD_FLAGS (more `swift build` arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SWIFT=${SWIFT:-swift}
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 PACKAGE=Examples/ReadingList
 KIWIX_SOURCE=../shared/coredata-models/Kiwix.xcdatamodeld
 KIWIX_TARGET=$PACKAGE/Sources/KiwixViews/Kiwix.xcdatamodeld
@@ -34,7 +35,7 @@ log=$(mktemp)
 trap 'rm -f "$log"; rm -rf "$KIWIX_TARGET"' EXIT
 for product in "${products[@]}"; do
     started=$(date +%s)
-    if ! "$SWIFT" build --package-path "$PACKAGE" --product "$product" >"$log" 2>&1; then
+    if ! "$SWIFT" build "${build_flags[@]}" --package-path "$PACKAGE" --product "$product" >"$log" 2>&1; then
         grep -E "error|warning: " "$log" | head -60 >&2
         echo "example package: $product did not build" >&2
         exit 1

@@ -8,7 +8,7 @@ import Testing
 /// SIGKILL in the middle of a write storm, then a restart on the same store: every write the
 /// server acknowledged is there as it was acknowledged, nothing is there twice, and the file
 /// passes SQLite's integrity check. Out of process: only a real process can be killed.
-@Suite("Crash recovery", .serialized)
+@Suite("Crash recovery", .serialized, .sqliteWhateverTheRun)
 struct CrashRecoveryTests {
     /// What the clients were told, per task title.
     struct Acknowledged: Sendable {

@@ -6,7 +6,7 @@ import Testing
 @testable import ManagedStoreServer
 
 /// `managedstore healthcheck`, the image's HEALTHCHECK: 0 only when the server is ready.
-@Suite("healthcheck command")
+@Suite("healthcheck command", .sqliteWhateverTheRun)
 struct HealthcheckCommandTests {
     @Test("exit 0 when /v1/readyz is 200; 1 while the store loads, and with nothing listening; a bad --url is a usage error")
     func healthcheck() throws {

@@ -10,7 +10,7 @@ import Testing
 /// they were not told the outcome of, with its key. Each insert must then be stored exactly
 /// once; a retry of an insert the store already holds must be a replay of its first answer.
 /// Out of process: only a real process can be killed.
-@Suite("Idempotent retries", .serialized)
+@Suite("Idempotent retries", .serialized, .sqliteWhateverTheRun)
 struct IdempotentRetryTests {
     /// One logical write: an insert the client means to happen once, however often it is sent.
     struct LogicalWrite: Sendable {

@@ -7,7 +7,7 @@ import Testing
 
 /// `serve` on a store made from an older model: the port opens at once and the migration runs
 /// behind it (the contract's "Start, stop, container"), out of process as a container runs it.
-@Suite("Migration at start-up", .serialized)
+@Suite("Migration at start-up", .serialized, .sqliteWhateverTheRun)
 struct MigrationStartupTests {
     @Test("a slow migration: healthz 200 and readyz 503 with Retry-After while it runs, then the migrated store is served")
     func readinessDuringSlowMigration() throws {

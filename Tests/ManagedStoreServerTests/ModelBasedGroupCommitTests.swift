@@ -14,7 +14,7 @@ import Testing
 ///
 /// 1,500 steps per client, or 25 seconds; the environment variables of `ModelBasedHTTPTests`
 /// apply (the step count is per client).
-@Suite("Model-based HTTP test, concurrent clients (group commit)")
+@Suite("Model-based HTTP test, concurrent clients (group commit)", .sqliteWhateverTheRun)
 struct ModelBasedGroupCommitTests {
     static let clients = 4
 

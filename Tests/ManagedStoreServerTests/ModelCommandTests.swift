@@ -3,7 +3,7 @@ import Testing
 import ManagedStore
 
 /// `managedstore model check|describe|convert`, run as the built executable.
-@Suite("managedstore model")
+@Suite("managedstore model", .sqliteWhateverTheRun)
 struct ModelCommandTests {
     @Test("check says ok or lists every problem (exit 2); describe prints the tables; convert goes to Xcode's format and back unchanged")
     func modelCommands() throws {

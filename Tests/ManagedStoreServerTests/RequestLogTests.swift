@@ -8,7 +8,7 @@ import Testing
 /// The line per request, written in batches (`RequestLog`, `LogSink`): under load from many
 /// threads every request has exactly one whole line, lines come out without being asked for,
 /// and the last requests before a shutdown are in the log when the process has exited.
-@Suite("The request log")
+@Suite("The request log", .sqliteWhateverTheRun)
 struct RequestLogTests {
     /// 16 threads, each with its own connection, send `perThread` GETs with their own request IDs.
     static func load(_ server: ServerHarness, perThread: Int) throws -> Set<String> {

@@ -8,7 +8,7 @@ import Testing
 /// SIGTERM while writes are in flight: every request is answered with its true outcome (or its
 /// connection closed, when the outcome is unknown), what was acknowledged is stored, and the
 /// process exits 0. Run on the real executable: signals and exit statuses need a process.
-@Suite("Shutdown")
+@Suite("Shutdown", .sqliteWhateverTheRun)
 struct ShutdownTests {
     /// What a client learned about one write.
     enum Outcome: Sendable {

@@ -6,7 +6,7 @@ import Glibc
 
 /// What `serve` prints when it starts: on stderr the version line first, always; on stdout the
 /// commands to try, on the model being served, that work when pasted into a shell.
-@Suite("Start-up lines")
+@Suite("Start-up lines", .sqliteWhateverTheRun)
 struct StartupLinesTests {
     /// A model without `Project`, whose first entity cannot be inserted by a made-up value (a
     /// mandatory attribute with a pattern), and whose second has only optional attributes.

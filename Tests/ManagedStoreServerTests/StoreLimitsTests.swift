@@ -7,7 +7,7 @@ import Testing
 
 /// The store file under load: a full disk in the middle of a group commit, the WAL's size, and
 /// the stock sqlite3 CLI reading what the server wrote.
-@Suite("Store limits over HTTP")
+@Suite("Store limits over HTTP", .sqliteWhateverTheRun)
 struct StoreLimitsTests {
     /// `count` writer threads POSTing tasks with unique titles until `stopAfter` refusals or
     /// `maxRequests` each; returns every title with its status.

@@ -3,7 +3,7 @@ import Testing
 
 /// `managedstore generate swift`: the demo model's views in Tests/TypedModelTests/Generated are
 /// what the command writes, and a wrong type in a predicate or a property does not compile.
-@Suite("managedstore generate swift")
+@Suite("managedstore generate swift", .sqliteWhateverTheRun)
 struct TypedGenerationTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
     static let generated = root.appendingPathComponent("Tests/TypedModelTests/Generated")

@@ -6,12 +6,14 @@
 # the generator prints (for those documents and the other test models', Tests/Models/*.json),
 # and runs the round (scripts/client/swift/Sources/client-round).
 #
-# Environment: MANAGEDSTORE_BIN (default .build/debug/managedstore), SWIFT (default swift).
+# Environment: MANAGEDSTORE_BIN (default .build/debug/managedstore), SWIFT (default swift),
+# SWIFT_BUILD_FLAGS (more `swift build` arguments).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 BIN=${MANAGEDSTORE_BIN:-.build/debug/managedstore}
 SWIFT=${SWIFT:-swift}
+read -r -a build_flags <<<"${SWIFT_BUILD_FLAGS:-}"
 PACKAGE=scripts/client/swift
 [ -x "$BIN" ] || { echo "swift client: no $BIN: run \`swift build --product managedstore\` first" >&2; exit 2; }
 
@@ -67,7 +69,7 @@ refresh "$catalog" "$PACKAGE/Sources/CatalogClient/openapi.yaml"
 
 started=$(date +%s)
 status=0
-"$SWIFT" build --package-path "$PACKAGE" >"$work/build.log" 2>&1 || status=$?
+"$SWIFT" build "${build_flags[@]}" --package-path "$PACKAGE" >"$work/build.log" 2>&1 || status=$?
 echo "swift client: the client package built in $(( $(date +%s) - started ))s (status $status)"
 if [ "$status" -ne 0 ]; then
     grep -E "error|warning" "$work/build.log" | head -60 >&2
