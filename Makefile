@@ -5,10 +5,11 @@ SWIFT ?= swift
 # ThreadSanitizer builds into its own folder so that it never invalidates the normal build.
 TSAN_SCRATCH ?= .build-tsan
 PORT ?= 8080
-# What the builds of packages that only build (the example, the Swift client) are given: no
-# index store, which only an editor reads (leaving it out saves a sixth of a clean build). Not
-# for test builds: on Linux, SwiftPM finds the tests through the index store.
-SWIFT_BUILD_FLAGS ?= --disable-index-store
+# What the builds of packages that are only built and run (the example, the Swift client) are
+# given: no index store, which only an editor reads, and no debug information, which only a
+# debugger does (a crash still names its functions): a quarter of a clean build. Not for the
+# test builds: on Linux, SwiftPM finds the tests through the index store.
+SWIFT_BUILD_FLAGS ?= --disable-index-store -Xswiftc -gnone
 
 .PHONY: deps build server run demo test test-unit test-sqlite-store test-example build-tsan test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
 
@@ -58,11 +59,14 @@ test-dictionary-store: deps
 # database (MultiServerTests). Suites whose servers are on SQLite whatever the run (store files,
 # server processes given a path) skip themselves here (`.sqliteWhateverTheRun`).
 POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|LightweightMigrationTests|MigrationRefusalTests|InheritanceMigrationTests
+# The model-based walks stop after this many seconds a model here (3,000 steps or 60 s on SQLite):
+# PostgreSQL answers each request later, and the SQLite run has walked the whole way.
+POSTGRES_WALK_SECONDS ?= 30
 test-postgres-store: deps
 	@dir=$$(mktemp -d /tmp/managedstore-pg.XXXXXX); \
 	trap './scripts/postgres-cluster.sh stop '"$$dir" EXIT; \
 	uri=$$(./scripts/postgres-cluster.sh start "$$dir") && \
-	MANAGEDSTORE_TEST_STORE=postgres MANAGEDSTORE_TEST_POSTGRES="$$uri" SWIFT=$(SWIFT) \
+	MANAGEDSTORE_TEST_STORE=postgres MANAGEDSTORE_TEST_POSTGRES="$$uri" MANAGEDSTORE_MODEL_SECONDS=$(POSTGRES_WALK_SECONDS) SWIFT=$(SWIFT) \
 	    ./scripts/test-unit.sh --filter 'ManagedStoreTests\.($(POSTGRES_SUITES))/' --filter ManagedStoreServerTests
 
 ## make test-example: Examples/ReadingList built as a user builds it (a path dependency, an

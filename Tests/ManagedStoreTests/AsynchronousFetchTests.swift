@@ -145,16 +145,21 @@ struct AsynchronousFetchTests {
         let (store, container) = try Self.container(tasks: 50)
         defer { withExtendedLifetime(store) {} }  // the store's folder goes with it
         let context = container.newBackgroundContext()
-        let firstPage = DispatchSemaphore(value: 0)
+        // Heard without blocking a thread of the test's pool: with every pool thread blocked in
+        // other tests (two, on two cores, under ThreadSanitizer), a blocking wait here started
+        // too late, the fetch's own wait ran out, and the fetch finished uncancelled.
+        let (firstPage, firstPageSeen) = AsyncStream<Void>.makeStream()
         let cancelled = DispatchSemaphore(value: 0)
         let task = Task { () async throws(FetchError) -> [ManagedObjectID] in
             try await context.fetchObjectIDs(AsynchronousFetchRequest(FetchRequest(entityName: "Task"), pageSize: 10)) { progress in
                 guard progress.completedCount == 10 else { return }
-                firstPage.signal()
-                _ = cancelled.wait(timeout: .now() + 10)  // the task is cancelled before the next page
+                firstPageSeen.yield()
+                // On the context's queue, not the pool: the task is cancelled before the next page.
+                _ = cancelled.wait(timeout: .now() + 60)
             }
         }
-        await Task.detached { firstPage.wait() }.value
+        var pages = firstPage.makeAsyncIterator()
+        _ = await pages.next()
         task.cancel()
         cancelled.signal()
         do {

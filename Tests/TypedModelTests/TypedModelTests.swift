@@ -132,6 +132,10 @@ struct TypedModelTests {
             }
             #expect(try Task.fetch(in: context, where: Task.project.name == "Apollo", sortedBy: [Task.title.descending]).map(\.title)
                     == ["Orbit", "Launch"])
+            // != an object: the tasks of other projects and those of none.
+            let gemini = try #require(try Project.fetch(in: context, where: Project.name == "Gemini").first)
+            #expect(try Task.fetch(in: context, where: Task.project != gemini, sortedBy: [Task.title.ascending]).map(\.title)
+                    == ["Launch", "Orbit", "Unfiled"])
 
             // Read and written at the path's end; a step that holds nothing reads nil and takes no write.
             let dock = try #require(try Task.fetch(in: context, where: Task.title == "Dock").first)
