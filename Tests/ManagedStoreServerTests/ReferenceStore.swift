@@ -462,7 +462,10 @@ struct ReferenceStore: Sendable {
                     if values.contains(where: \.isNull) { continue }
                     groups[values, default: []].append(id)
                 }
-                for (values, members) in groups.sorted(by: { $0.value.min()! < $1.value.min()! }) where members.count > 1 {
+                // Only groups of two or more are conflicts: sorting those alone, not every
+                // object's group, is what keeps a long walk's predictions cheap.
+                let shared = groups.filter { $0.value.count > 1 }
+                for (values, members) in shared.sorted(by: { $0.value.min()! < $1.value.min()! }) {
                     // Saved objects that held the value before and still do.
                     let holders = members.filter { !$0.isTemporary && objects[$0].map { o in constraint.map { o.attributes[$0] ?? .null } == values } == true }
                     result.append(.uniqueness(entity: owner, constraint: constraint,
