@@ -597,9 +597,13 @@ struct OperationGenerator {
     /// Unique values passed between objects in one transaction: a swap, or one object taking
     /// the value another gives up (in either order). The final state is valid: 200.
     private mutating func uniqueShuffle(_ store: ReferenceStore) -> (RefRequest, String)? {
-        let candidates = schema.entities.flatMap { e in
+        // Typed out: inferred, this expression took the compiler 1.5 s.
+        let single: [(String, String)] = schema.entities.flatMap { e -> [(String, String)] in
             e.uniquenessConstraints.filter { $0.count == 1 }.map { (e.name, $0[0]) }
-        }.filter { entity, attribute in store.ids(entity).filter { store[$0]!.attributes[attribute] != .null }.count >= 2 }
+        }
+        let candidates = single.filter { (entity: String, attribute: String) -> Bool in
+            store.ids(entity).filter { (id: RefID) -> Bool in store[id]!.attributes[attribute] != RValue.null }.count >= 2
+        }
         guard let (entity, attribute) = pick(candidates), let type = schema.attribute(entity, attribute)?.type else { return nil }
         let holders = store.ids(entity).filter { store[$0]!.attributes[attribute] != .null }
         let a = pick(holders)!
