@@ -75,10 +75,11 @@ test-example: deps
 	SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" ./scripts/example-package.sh
 
 # The library's suites under ThreadSanitizer, built from the library alone (MANAGEDSTORE_LIBRARY_ONLY:
-# Package.swift leaves out the server and its tests), but for the suites that compare one
-# thread's answers over thousands of generated predicates (the SQL beside the in-memory
-# evaluator, the fuzzer, injections): no race to find there, and half of the run's time.
-TSAN_SKIPPED_SUITES = PredicateDifferentialTests|PredicateFuzzTests|PredicateInjectionTests
+# Package.swift leaves out the server and its tests), but for those that run on one thread
+# through thousands of generated cases (the SQL beside the in-memory evaluator, the predicate
+# fuzzer, injections, descending pages beside the plain statement) or read source files (the
+# layering): no race to find there, and over half of the run's time.
+TSAN_SKIPPED_SUITES = PredicateDifferentialTests|PredicateFuzzTests|PredicateInjectionTests|GroupedOrderFetchTests|LayeringTests
 test-tsan: deps
 	MANAGEDSTORE_LIBRARY_ONLY=1 MANAGEDSTORE_STRESS_SECONDS=2 SWIFT=$(SWIFT) \
 	    ./scripts/test-unit.sh --sanitize=thread --scratch-path $(TSAN_SCRATCH) --filter ManagedStoreTests \
