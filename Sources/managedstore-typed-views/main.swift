@@ -1,6 +1,6 @@
 // The build plugin's tool (Plugins/GenerateTypedViews): one file of a model's typed views, as
-// `managedstore generate swift --file` writes it. A tool of its own so that a package using the
-// plugin builds the model code only, not the server (and needs no libmicrohttpd or libpq).
+// `managedstore generate swift --file` writes it. A tool of its own, over the core alone, so that
+// the plugin builds no server, no store and no command line for a package that uses it.
 //
 //   managedstore-typed-views --model MODEL --file OUTPUT [--access internal|public]
 
