@@ -32,6 +32,7 @@ public final class ManagedStoreServer: Sendable {
         self.inBackground = inBackground
         self.front = ServiceFront(logger: configuration.logger, requestLog: configuration.requestLog)
         self.http = HTTPServer(configuration: http, handler: front)
+        front.metrics.reportConnections(from: { [http = self.http] in http.connectionStatistics })
     }
 
     /// The service, once the store is loaded.

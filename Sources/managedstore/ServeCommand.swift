@@ -61,6 +61,15 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Seconds an idle or half-sent connection is kept.")
     var connectionTimeout = 30
 
+    @Option(help: "Seconds a request's head (its line and headers) may take to arrive in full from its first byte; then the connection is closed.")
+    var headerTimeout = 10
+
+    @Option(help: "Connections held at once (less if the file limit is lower; the start-up line says). When full, a new connection takes the place of the one that has waited longest for a request.")
+    var maxConnections = 16_384
+
+    @Option(help: "Connections one client address may hold; more are closed as they come. 0: no limit, for a server behind a reverse proxy (every client then has the proxy's address).")
+    var maxConnectionsPerClient = 64
+
     @Option(help: "Seconds a fetch or count may run before it is stopped and answered 503 query-timeout.")
     var queryTimeout: Double = 5
 
@@ -94,6 +103,13 @@ struct ServeCommand: ParsableCommand {
     @Flag(help: "Print the effective settings and where each came from (command line, environment, default), secrets masked, and exit.")
     var printConfig = false
 
+    /// The connection limits in force, for the start-up line: `connections 16384 (64 per client)`.
+    private func connectionLimits(_ http: HTTPServer) -> String {
+        let perClient = maxConnectionsPerClient == 0 ? "no limit per client" : "\(maxConnectionsPerClient) per client"
+        let lowered = http.connectionLimit < maxConnections ? ", fewer than --max-connections: the file limit is \(http.fileLimit)" : ""
+        return "connections \(http.connectionLimit) (\(perClient)\(lowered))"
+    }
+
     func validate() throws {
         guard (model == nil) != !demo else { throw ValidationError("give --model FILE or --demo") }
         guard MergePolicy(name: mergePolicy) != nil else {
@@ -113,6 +129,11 @@ struct ServeCommand: ParsableCommand {
         }
         guard threads <= 1_024, readContexts <= 1_024, connectionTimeout <= 86_400, bodyTimeout <= 86_400 else {
             throw ValidationError("--threads and --read-contexts are at most 1024, --connection-timeout and --body-timeout at most 86400 seconds")
+        }
+        guard (1...86_400).contains(headerTimeout) else { throw ValidationError("--header-timeout must be from 1 to 86400 seconds") }
+        guard (1...1_048_576).contains(maxConnections) else { throw ValidationError("--max-connections must be from 1 to 1048576") }
+        guard (0...1_048_576).contains(maxConnectionsPerClient) else {
+            throw ValidationError("--max-connections-per-client must be from 0 (no limit) to 1048576")
         }
         guard queryTimeout > 0, queryTimeout <= 86_400, shutdownTimeout >= 0, shutdownTimeout <= 86_400 else {
             throw ValidationError("--query-timeout must be above 0 and --shutdown-timeout 0 or more (seconds, at most a day)")
@@ -148,6 +169,9 @@ struct ServeCommand: ParsableCommand {
         http.threads = threads
         http.maxBodyBytes = maxBodyBytes
         http.connectionTimeout = connectionTimeout
+        http.headerTimeout = headerTimeout
+        http.maxConnections = maxConnections
+        http.maxConnectionsPerClient = maxConnectionsPerClient
         http.maxInflightBodyBytes = maxInflightBodyBytes
         http.bodyTimeout = bodyTimeout
         // The port opens first; the store is opened (and migrated) on a thread of its own, so
@@ -166,7 +190,7 @@ struct ServeCommand: ParsableCommand {
                 // The first line on stderr, at once and before the store's own lines: where a
                 // container's log starts.
                 FileHandle.standardError.write(Data(("managedstore \(ManagedStoreCommand.version) listening on http://\(host):\(port) "
-                    + "model \(loaded.name) store \(shownStore)\n").utf8))
+                    + "model \(loaded.name) store \(shownStore) \(connectionLimits(server.http))\n").utf8))
                 if let tokensNotice { FileHandle.standardError.write(Data(tokensNotice.utf8)) }
             }, failed: { error in
                 // Nothing can be served: say why and leave (the port closes with the process).

@@ -221,7 +221,9 @@ struct ObservabilityTests {
         for family in ["managedstore_http_requests_total", "managedstore_http_request_duration_seconds", "managedstore_write_queue_depth",
                        "managedstore_commit_group_size", "managedstore_commits_total", "managedstore_conflicts_total",
                        "managedstore_read_pool_wait_seconds", "managedstore_store_bytes", "managedstore_wal_bytes",
-                       "managedstore_history_transactions", "process_resident_memory_bytes", "process_start_time_seconds"] {
+                       "managedstore_history_transactions", "managedstore_connections_open", "managedstore_connections_limit",
+                       "managedstore_connections_refused_total", "managedstore_connections_closed_total",
+                       "process_resident_memory_bytes", "process_start_time_seconds"] {
             #expect(text.contains("# TYPE \(family) "), "\(family) is declared")
         }
         #expect(!text.contains("918273645") && !text.contains("Task/"), "labels hold templates, never keys")

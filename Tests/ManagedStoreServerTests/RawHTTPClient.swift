@@ -20,8 +20,11 @@ final class RawHTTPClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: UInt16, timeout: TimeInterval = 10) throws {
+    /// Connects to the server on 127.0.0.1; from `source` (another loopback address, such as
+    /// 127.0.0.3) when given, so that the server sees another client.
+    init(port: UInt16, timeout: TimeInterval = 10, from source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source { try LoopbackSocket.bind(fd, to: source) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

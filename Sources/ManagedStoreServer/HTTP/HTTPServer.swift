@@ -6,7 +6,8 @@ import Foundation
 /// connection and header limits, per-connection timeouts, and suspended connections for
 /// requests answered from another thread.
 public final class HTTPServer: @unchecked Sendable {
-    // @unchecked Sendable: `daemon` is set in `start` before MHD runs any callback; afterwards it,
+    // @unchecked Sendable: `daemon`, `connections` and `fileLimit` are set in `start` before MHD
+    // runs any callback (and `connections` never changes after); afterwards `daemon`,
     // `suspended`, `stopping`, `inFlightRequests` and `inFlightBodyBytes` are only touched under
     // `lock` (whose condition wakes a waiting stop).
 
@@ -23,7 +24,15 @@ public final class HTTPServer: @unchecked Sendable {
         /// Seconds one request body may take to arrive, however it trickles in (the connection
         /// timeout only bounds the pauses): past it the connection is closed.
         public var bodyTimeout: Int = 60
-        public var maxConnections: Int = 1024
+        /// Connections held at once. Lowered at start to what the file limit allows (raised first
+        /// to the hard limit); `connectionLimit` tells what is in force. At it, a new connection
+        /// takes the place of the one that has waited longest for a request.
+        public var maxConnections: Int = 16_384
+        /// Connections one client address may hold (0: no limit, as behind a reverse proxy, where
+        /// every client has the proxy's address). More are closed as they are accepted.
+        public var maxConnectionsPerClient: Int = 64
+        /// Seconds a request's head may take to arrive in full, from its first byte.
+        public var headerTimeout: Int = 10
         /// Seconds a connection may stay idle (or half-sent) before it is closed.
         public var connectionTimeout: Int = 30
         /// Memory per connection; it also caps the size of the request headers (431 above it).
@@ -38,6 +47,10 @@ public final class HTTPServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     /// The port the server listens on.
     public private(set) var port: UInt16 = 0
+    /// The connection limits in force, once started.
+    private(set) var connections: ConnectionGuard?
+    /// File descriptors the process may hold, once started (raised to the hard limit).
+    public private(set) var fileLimit = 0
 
     private let lock = NSCondition()
     private var suspended: [ObjectIdentifier: (connection: OpaquePointer, deferred: DeferredResponse)] = [:]
@@ -62,13 +75,19 @@ public final class HTTPServer: @unchecked Sendable {
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         let context = Unmanaged.passUnretained(self).toOpaque()
         let completed = unsafeBitCast(mhdRequestCompleted as MHD_RequestCompletedCallback, to: UnsafeRawPointer.self)
+        let notify = unsafeBitCast(mhdConnectionNotice as MHD_NotifyConnectionCallback, to: UnsafeRawPointer.self)
+        let threads = max(2, configuration.threads)
+        let limits = connectionLimits(threads: threads)
+        let connections = ConnectionGuard(limits: limits.guarded)
+        self.connections = connections
         let options: [CVarArg] = [
             MHD_OPTION.LISTEN_SOCKET.rawValue, listenSocket,
-            MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: max(2, configuration.threads)),
-            MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.maxConnections),
+            MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: threads),
+            MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: limits.libmicrohttpd),
             MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.connectionTimeout),
             MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, configuration.connectionMemoryLimit,
             MHD_OPTION.NOTIFY_COMPLETED.rawValue, OpaquePointer(completed), OpaquePointer(context),
+            MHD_OPTION.NOTIFY_CONNECTION.rawValue, OpaquePointer(notify), OpaquePointer(context),
             MHD_OPTION.END.rawValue,
         ]
         daemon = withVaList(options) { arguments in
@@ -78,7 +97,31 @@ public final class HTTPServer: @unchecked Sendable {
             close(listenSocket)
             throw HTTPServerError.cannotStart("libmicrohttpd refused to start on \(configuration.host):\(port)")
         }
+        // A few looks a second: a head's deadline is kept to within one of them.
+        connections.startSweeping(every: .milliseconds(min(500, max(100, configuration.headerTimeout * 50))))
     }
+
+    /// The limits of `configuration` within what the file limit allows: ours, and the one given
+    /// to libmicrohttpd, which is higher so that it never stops accepting before we decide
+    /// (it splits its limit evenly between its threads, and a thread at its share stops
+    /// accepting, while the kernel need not hand connections to threads evenly; connections
+    /// being closed to make room still hold their place until closed).
+    private func connectionLimits(threads: Int) -> (guarded: ConnectionGuard.Limits, libmicrohttpd: Int) {
+        fileLimit = FileDescriptorLimit.raised()
+        // The store's files and connections, the log, the listening socket: a few dozen.
+        let forConnections = max(64, fileLimit - 256)
+        let total = max(1, min(configuration.maxConnections, forConnections * 8 / 9))
+        let limits = ConnectionGuard.Limits(total: total, perClient: max(0, configuration.maxConnectionsPerClient),
+                                            headerTimeout: .seconds(configuration.headerTimeout),
+                                            idleTimeout: .seconds(configuration.connectionTimeout))
+        return (limits, min(forConnections, total + total / 8 + threads))
+    }
+
+    /// The most connections held at once (0 before `start`).
+    public var connectionLimit: Int { connections?.limits.total ?? 0 }
+
+    /// Connections open, refused and closed so far.
+    public var connectionStatistics: ConnectionStatistics { connections?.statistics ?? ConnectionStatistics() }
 
     // MARK: Stopping
 
@@ -127,6 +170,7 @@ public final class HTTPServer: @unchecked Sendable {
         daemon = nil
         lock.unlock()
         if let stopping { MHD_stop_daemon(stopping) }
+        connections?.stopSweeping()
     }
 
     private static func seconds(until deadline: DispatchTime) -> Double {

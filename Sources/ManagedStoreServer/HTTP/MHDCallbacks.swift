@@ -26,6 +26,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         state.mediaType = HTTPRequest.mediaType(in: state.headers)
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
+        // The head is in: its deadline no longer applies.
+        if let record = managedstore_connection_context(connection) {
+            Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().headReceived()
+        }
         if let stream = server.handler.bodyStream(for: state.request) {
             state.bodyStream = stream  // read as it arrives: no body limit or reservation
             return .YES
@@ -60,6 +64,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         // connection is closed (MHD takes no answer in the middle of an upload).
         let limit = UInt64(clamping: configuration.bodyTimeout).multipliedReportingOverflow(by: 1_000_000_000)
         if !limit.overflow, DispatchTime.now().uptimeNanoseconds - state.started.uptimeNanoseconds > limit.partialValue {
+            server.connections?.count(.bodyTimeout)
             return .NO
         }
         guard state.refusal == nil else { return .YES }  // being discarded
@@ -135,10 +140,33 @@ private func mhdStreamBody(_ connection: OpaquePointer, state: RequestState, str
 }
 
 /// Decides whether a connection MHD has just accepted is served: not once the server stops
-/// accepting. (MHD closes a refused connection at once; the client sees it closed, and retries.)
+/// accepting, nor past the connection limits (`ConnectionGuard`). MHD closes a refused connection
+/// at once; the client sees it closed before any answer, and may retry.
 func mhdAcceptPolicy(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
     guard let cls else { return .NO }
-    return Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().isStopping ? .NO : .YES
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    guard let connections = server.connections else { return .NO }
+    if server.isStopping {
+        connections.count(.stopping)
+        return .NO
+    }
+    return connections.admit(ClientAddress(address)) ? .YES : .NO
+}
+
+/// A connection has started or is closing: its record is made, kept as the connection's
+/// context, and handed back (its socket is still open when MHD says it closes).
+func mhdConnectionNotice(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+                         _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode) {
+    guard let cls, let connection, let socketContext,
+          let connections = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections else { return }
+    if code == .CONNECTION_NOTIFY_STARTED {
+        let record = connections.started(socket: managedstore_connection_socket(connection),
+                                         address: ClientAddress(managedstore_connection_address(connection)))
+        socketContext.pointee = Unmanaged.passRetained(record).toOpaque()
+    } else if code == .CONNECTION_NOTIFY_CLOSED, let pointer = socketContext.pointee {
+        socketContext.pointee = nil
+        connections.closed(Unmanaged<ConnectionRecord>.fromOpaque(pointer).takeRetainedValue())
+    }
 }
 
 /// Releases a request's state once MHD is done with it (sent, failed or timed out).
@@ -147,9 +175,14 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     guard let cls, let requestContext, let pointer = requestContext.pointee else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let state = Unmanaged<RequestState>.fromOpaque(pointer)
+    let now = DispatchTime.now().uptimeNanoseconds
+    // The connection waits for its next head from here.
+    if let connection, let record = managedstore_connection_context(connection) {
+        Unmanaged<ConnectionRecord>.fromOpaque(record).takeUnretainedValue().requestEnded(at: now)
+    }
     state.takeUnretainedValue().bodyStream?.cancel()
     server.requestEnded(state.takeUnretainedValue())
-    server.handler.requestCompleted(state.takeUnretainedValue().completed)
+    server.handler.requestCompleted(state.takeUnretainedValue().completed(at: now))
     state.release()
     requestContext.pointee = nil
 }

@@ -55,10 +55,10 @@ final class RequestState: @unchecked Sendable {
 
     var request: HTTPRequest { HTTPRequest(method: method, path: path, query: query, headers: headers, body: body, id: id, notes: notes, mediaType: mediaType) }
 
-    /// The request as it ended, for logs and metrics.
-    var completed: CompletedRequest {
+    /// The request as it ended at `now` (uptime nanoseconds), for logs and metrics.
+    func completed(at now: UInt64) -> CompletedRequest {
         CompletedRequest(method: method, path: path, id: id, status: sentStatus, bytes: sentStream?.bytesSent ?? sentBytes,
-                         seconds: Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, notes: notes)
+                         seconds: Double(now &- started.uptimeNanoseconds) / 1e9, notes: notes)
     }
 }
 

@@ -56,10 +56,30 @@ extension ManagedStoreService {
             text.family("managedstore_idempotency_keys", "gauge", "Idempotency keys whose writes and answers the store holds (expired ones until the next expiry run).")
             text.sample("managedstore_idempotency_keys", Double(keys))
         }
+        if let connections = metrics.connections { connectionFamilies(connections, into: &text) }
         text.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
         text.sample("process_resident_memory_bytes", Double(ProcessStatistics.residentMemoryBytes))
         text.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
         text.sample("process_start_time_seconds", ProcessStatistics.startTime)
         return text.text
+    }
+
+    /// The HTTP front's connections: open, the limits, and those it refused or closed, by reason.
+    private func connectionFamilies(_ connections: ConnectionStatistics, into text: inout PrometheusText) {
+        text.family("managedstore_connections_open", "gauge", "TCP connections open.")
+        text.sample("managedstore_connections_open", Double(connections.open))
+        text.family("managedstore_connections_limit", "gauge", "The most connections held at once, in all and per client address (0: no limit).")
+        text.sample("managedstore_connections_limit", Double(connections.limit), labels: [("scope", "total")])
+        text.sample("managedstore_connections_limit", Double(connections.perClientLimit), labels: [("scope", "per_client")])
+        text.family("managedstore_connections_refused_total", "counter",
+                    "Connections closed as they were accepted: per_client (the address held its limit), total (the server was full and none was idle), stopping.")
+        for reason in ConnectionRefusal.allCases {
+            text.sample("managedstore_connections_refused_total", Double(connections.refused[reason] ?? 0), labels: [("reason", reason.rawValue)])
+        }
+        text.family("managedstore_connections_closed_total", "counter",
+                    "Connections the server closed: header_timeout, idle_timeout, body_timeout, made_room (the longest idle, for a new one when full).")
+        for reason in ConnectionClosure.allCases {
+            text.sample("managedstore_connections_closed_total", Double(connections.closed[reason] ?? 0), labels: [("reason", reason.rawValue)])
+        }
     }
 }

@@ -45,8 +45,25 @@ public final class ServiceMetrics: @unchecked Sendable {
     private let lock = NSLock()
     private var rareStatuses: [RequestKey: UInt64] = [:]
     private var conflicts: [ConflictKey: UInt64] = [:]
+    /// The HTTP front's connection counts, read at each scrape (set by the server that owns both).
+    private var connectionSource: (@Sendable () -> ConnectionStatistics)?
 
     public init() {}
+
+    /// Reports the connections `source` counts with the service's own metrics.
+    func reportConnections(from source: @escaping @Sendable () -> ConnectionStatistics) {
+        lock.lock()
+        connectionSource = source
+        lock.unlock()
+    }
+
+    /// The connection counts, when a front reports them.
+    var connections: ConnectionStatistics? {
+        lock.lock()
+        let source = connectionSource
+        lock.unlock()
+        return source?()
+    }
 
     /// Counts an ended request that took `route`.
     func record(_ request: CompletedRequest, route: RouteTemplate) {
