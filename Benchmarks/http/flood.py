@@ -22,6 +22,18 @@ def wrk(port, seconds):
     errors = re.search(r"Socket errors: (.*)", out)
     return rate, float(p99.group(1)) * scale, errors.group(1) if errors else "none"
 
+def closed_by_server(sock):
+    """Whether the server has closed `sock` (it reads as ended or reset), without waiting."""
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.setblocking(True)
+
 def flood(port, stop, counts):
     held = []
     while not stop.is_set() and counts["tried"] < 200_000:
@@ -35,14 +47,7 @@ def flood(port, stop, counts):
         if counts["tried"] % 64 == 0:  # let go of those the server closed
             alive = []
             for h in held:
-                h.setblocking(False)
-                try:
-                    closed = h.recv(1) == b""
-                except BlockingIOError:
-                    closed = False
-                except OSError:
-                    closed = True
-                (h.close() if closed else alive.append(h))
+                (h.close() if closed_by_server(h) else alive.append(h))
             held = alive
     for h in held: h.close()
 
@@ -54,17 +59,10 @@ def slow_heads(port, stop, counts):
     while not stop.is_set():
         time.sleep(1)
         for s in list(conns):
-            s.setblocking(False)
-            try:
-                closed = s.recv(1) == b""
-            except BlockingIOError:
-                closed = False
-            except OSError:
-                closed = True
-            if closed:
+            if closed_by_server(s):
                 conns.remove(s); counts["closed"] += 1; s.close()
             else:
-                s.setblocking(True); s.sendall(b"X-Slow: 1\r\n")
+                s.sendall(b"X-Slow: 1\r\n")
     for s in conns: s.close()
 
 def main():
