@@ -33,9 +33,13 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        // SHA-256 blocks with the x86 SHA extensions, for idempotency fingerprints and token
-        // digests; the server falls back to its own Swift loop on other CPUs.
-        .target(name: "CSHA256"),
+        // OpenSSL's libcrypto (libpq links it already): SHA-256 for token digests and
+        // idempotency fingerprints, and a constant-time comparison.
+        .systemLibrary(
+            name: "CCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // The layers, each a target, so that the compiler checks what may use what:
         // the core knows no store; each store knows the core; `ManagedStore` is all of them.
         .target(
@@ -59,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "ManagedStoreServer",
-            dependencies: ["ManagedStore", "CMicroHTTPD", "CSHA256", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ManagedStore", "CMicroHTTPD", "CCrypto", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The typed entity views' Swift, from a model (the core alone): for `managedstore

@@ -9,8 +9,9 @@ if command -v pkg-config >/dev/null 2>&1; then
     pkg-config --exists sqlite3 || need+=(libsqlite3-dev)
     pkg-config --exists libmicrohttpd || need+=(libmicrohttpd-dev)
     pkg-config --exists libpq || need+=(libpq-dev)
+    pkg-config --exists libcrypto || need+=(libssl-dev)
 else
-    need+=(libsqlite3-dev libmicrohttpd-dev libpq-dev)
+    need+=(libsqlite3-dev libmicrohttpd-dev libpq-dev libssl-dev)
 fi
 # The stock sqlite3 tool: the tests check that store files stay readable by plain SQLite, and
 # the fuzzer (make test-fuzz) checks the live store with it.

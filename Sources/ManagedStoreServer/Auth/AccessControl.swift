@@ -29,7 +29,7 @@ struct AccessControl: Sendable {
         // Every token is compared, whole, whatever matched: the time taken says nothing about
         // which token, or how much of one, was right.
         var match: AccessToken?
-        for token in tokens where Self.equalInConstantTime(token.digest, digest) { match = token }
+        for token in tokens where SHA256.equalInConstantTime(token.digest, digest) { match = token }
         guard let match else { throw Problem.unauthorized("the bearer token is not one this server accepts") }
         return match
     }
@@ -76,13 +76,6 @@ struct AccessControl: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         return token.isEmpty || token.count > 4096 ? nil : token
-    }
-
-    static func equalInConstantTime(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in a.indices { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 }
 
