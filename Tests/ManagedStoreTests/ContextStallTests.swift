@@ -9,7 +9,7 @@ import Testing
 import Glibc
 #endif
 
-/// The seed articles' claim, checked: while a background context imports objects through a
+/// A claim often made of Core Data stacks, checked: while a background context imports objects through a
 /// child-of-main stack, the main (reading) context's queue stalls, because every save passes
 /// through it and every read of the main context waits for the root under it; with independent
 /// contexts on one coordinator, merging each did-save, it does not. Only the comparison is

@@ -23,7 +23,7 @@ public enum IdempotentSave: Sendable, Hashable {
 }
 
 extension ManagedObjectContext {
-    /// Saves once per key: the seed articles' sync client, or a job queue, that cannot tell
+    /// Saves once per key: a sync client, or a job queue, that cannot tell
     /// whether a save went through (the process died, the job was handed out again) saves
     /// again under the same key, and writes nothing the second time.
     ///

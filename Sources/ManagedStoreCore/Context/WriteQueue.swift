@@ -11,8 +11,8 @@ public enum WriteOutcome<Result: Sendable>: Sendable {
     case notRun
 }
 
-/// The store's one serialized write queue [the seed articles' "one background queue for
-/// writes"]: a thread of its own with one context, where submitted work runs in the order it
+/// The store's one serialized write queue (Core Data's common "one background context for
+/// writes"): a thread of its own with one context, where submitted work runs in the order it
 /// arrived. While work runs, the work that arrives waits; then everything waiting runs in one
 /// store transaction (group commit), each unit's saves in savepoints of their own so a failing
 /// unit rolls back alone, and each completion hears its outcome only once the COMMIT is
@@ -55,8 +55,8 @@ public final class WriteQueue: @unchecked Sendable {
     ///
     /// With `readingContext` (an application's view context, say), that context merges every
     /// committed change automatically (`automaticallyMergesChangesFromParent` is turned on), and
-    /// each completion runs on its queue after the merge of its change: the seed articles' "one
-    /// write queue, and a completion once the reading context shows the change".
+    /// each completion runs on its queue after the merge of its change: one write queue, and a
+    /// completion once the reading context shows the change.
     public init(coordinator: PersistentStoreCoordinator, name: String = "writer", groupCommit: Bool = true,
                 mergingInto readingContext: ManagedObjectContext? = nil) {
         self.coordinator = coordinator
@@ -151,8 +151,8 @@ public final class WriteQueue: @unchecked Sendable {
     }
 
     /// Runs `work` on the queue and returns its value once its saves are committed (and merged
-    /// into the reading context, when the queue has one) [the seed articles' write queue, as
-    /// `performBackgroundTask` in an async, throwing form]. If `work` throws, nothing it saved
+    /// into the reading context, when the queue has one): Core Data's `performBackgroundTask`,
+    /// in an async, throwing form, on one queue. If `work` throws, nothing it saved
     /// is kept, its context is reset, and the error is thrown here; a unit the store
     /// undid, or that never ran because the queue stopped, throws `WriteQueueError`.
     ///

@@ -30,7 +30,8 @@ public struct ServiceConfiguration: Sendable {
     public init() {}
 }
 
-/// The REST API of `shared/api-contract.md` over one store, as a router: each request goes to
+/// The REST API (`openapi/openapi.yaml`; the README's "The HTTP API in five minutes") over one
+/// store, as a router: each request goes to
 /// the read handlers (answered on the front thread), or is parsed into a `WriteRequest` and
 /// queued on the one write queue (its connection suspended until the answer).
 public final class ManagedStoreService: HTTPRequestHandler {

@@ -226,7 +226,8 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Resumes a suspended connection whose answer is ready. Under the lock, so that it never
-    /// overlaps MHD_stop_daemon (a resume then can abort the process: platform notes).
+    /// overlaps MHD_stop_daemon (libmicrohttpd 0.9.75 can abort the process when a connection is
+    /// resumed while the daemon stops).
     func resume(_ connection: OpaquePointer, state: RequestState) {
         lock.lock()
         defer { lock.unlock() }
