@@ -6,7 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "ManagedStore", targets: ["ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL"]),
-        .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer"]),
+        .library(name: "ManagedStoreServer", targets: ["ManagedStoreServer", "ManagedStoreHTTP", "ManagedStoreOpenAPI"]),
         .executable(name: "managedstore", targets: ["managedstore"]),
         .plugin(name: "GenerateTypedViews", targets: ["GenerateTypedViews"]),
     ],
@@ -61,9 +61,24 @@ let package = Package(
             dependencies: ["ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The HTTP front on libmicrohttpd: connections, requests, suspended answers, body
+        // streams. It knows nothing of objects: the service reaches it through
+        // `HTTPRequestHandler` and `HTTPBodyStream`.
+        .target(
+            name: "ManagedStoreHTTP",
+            dependencies: ["CMicroHTTPD"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The OpenAPI document: the generic one (openapi/openapi.yaml, compiled in) and what a
+        // model adds to it. The model alone: no store, no HTTP.
+        .target(
+            name: "ManagedStoreOpenAPI",
+            dependencies: ["ManagedStoreCore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .target(
             name: "ManagedStoreServer",
-            dependencies: ["ManagedStore", "CMicroHTTPD", "CCrypto", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ManagedStoreCore", "ManagedStoreHTTP", "ManagedStoreOpenAPI", "CCrypto", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The typed entity views' Swift, from a model (the core alone): for `managedstore
@@ -84,6 +99,8 @@ let package = Package(
             name: "managedstore",
             dependencies: [
                 "ManagedStore",
+                "ManagedStoreHTTP",
+                "ManagedStoreOpenAPI",
                 "ManagedStoreServer",
                 "ManagedStoreCodegen",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -129,7 +146,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ManagedStoreServerTests",
-            dependencies: ["ManagedStoreServer", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport",
+            dependencies: ["ManagedStoreServer", "ManagedStoreHTTP", "ManagedStoreOpenAPI", "ManagedStore", "ManagedStoreCore", "ManagedStoreSQLite", "ManagedStorePostgreSQL", "ManagedStoreTestSupport",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

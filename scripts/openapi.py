@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The OpenAPI document's tooling: `check` validates openapi/openapi.yaml and checks that the
-copy compiled into the server (Sources/ManagedStoreServer/API/OpenAPIDocument.swift) is up to
+copy compiled into the server (Sources/ManagedStoreOpenAPI/OpenAPIDocument.swift) is up to
 date; `generate` rewrites that copy. The YAML file is the source of truth."""
 import json
 import pathlib
@@ -8,7 +8,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "openapi" / "openapi.yaml"
-TARGET = ROOT / "Sources" / "ManagedStoreServer" / "API" / "OpenAPIDocument.swift"
+TARGET = ROOT / "Sources" / "ManagedStoreOpenAPI" / "OpenAPIDocument.swift"
 
 
 def render() -> str:

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// Keeps the persistent history to a period (`--history-retention`, default 7 days): on a
 /// timer, the saves recorded before it are deleted, oldest first, a chunk per write so that

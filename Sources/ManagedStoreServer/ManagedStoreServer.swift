@@ -1,7 +1,8 @@
 import Dispatch
 import Foundation
 import Logging
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// `managedstore serve` as a value: a store, the REST service over it, and the HTTP front.
 ///
@@ -31,8 +32,12 @@ public final class ManagedStoreServer: Sendable {
         self.open = open
         self.inBackground = inBackground
         self.front = ServiceFront(logger: configuration.logger, requestLog: configuration.requestLog)
+        var http = http
+        if http.warn == nil { http.warn = { ServerLog.warning($0) } }
         self.http = HTTPServer(configuration: http, handler: front)
-        front.metrics.reportConnections(from: { [http = self.http] in http.connectionStatistics })
+        // Weakly: the front's metrics must not keep the server (and through it the store's
+        // connections) alive.
+        front.metrics.reportConnections(from: { [weak http = self.http] in http?.connectionStatistics ?? ConnectionStatistics() })
     }
 
     /// The service, once the store is loaded.

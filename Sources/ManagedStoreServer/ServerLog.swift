@@ -8,4 +8,8 @@ enum ServerLog {
     static func error(_ message: String) {
         logger.error("\(message)")
     }
+
+    static func warning(_ message: String) {
+        logger.warning("\(message)")
+    }
 }

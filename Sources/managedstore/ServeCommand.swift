@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import Logging
 import ManagedStore
+import ManagedStoreHTTP
+import ManagedStoreOpenAPI
 import ManagedStoreServer
 
 /// `managedstore serve`: the REST API of a model's store over HTTP.

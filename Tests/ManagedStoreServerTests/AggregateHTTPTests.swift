@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import ManagedStore
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// `GET /v1/objects/{Entity}/aggregate` as the contract's "Aggregates" section has it: the

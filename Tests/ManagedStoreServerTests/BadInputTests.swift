@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// Malformed and hostile requests: each gets its problem (or a timeout), the server keeps

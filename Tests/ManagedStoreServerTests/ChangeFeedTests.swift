@@ -3,6 +3,8 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// `GET /v1/changes`: the persistent history as a client reads it, page by page, long-polling,

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 @Suite("Keep-alive, concurrency, lost updates and group commit")

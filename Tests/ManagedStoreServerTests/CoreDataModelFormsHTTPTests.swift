@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// Core Data's model forms over HTTP (`Tests/CoreDataModels`, and Mogenerator's model from

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import ManagedStore
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// Every error code of the contract, as problem+json, and the store untouched by each.

@@ -1,4 +1,6 @@
 import Testing
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// Header values lose the spaces and tabs around them (HTTP's optional whitespace) and nothing

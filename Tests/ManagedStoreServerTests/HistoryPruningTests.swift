@@ -3,6 +3,8 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// `DELETE /v1/changes` (admin): prunes the history now, by token or by age.

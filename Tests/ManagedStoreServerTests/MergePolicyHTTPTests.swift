@@ -4,6 +4,8 @@ import Testing
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
 import ManagedStoreTestSupport
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 extension MergePolicyTable.Value {

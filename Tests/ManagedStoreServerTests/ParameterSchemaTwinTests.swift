@@ -3,6 +3,8 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// The served document's parameter schemas against the server itself: for random values made

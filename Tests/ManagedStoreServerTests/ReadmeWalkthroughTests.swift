@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// Runs every command of the README's curl walkthrough against a fresh server and compares

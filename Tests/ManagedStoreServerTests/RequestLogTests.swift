@@ -3,6 +3,8 @@ import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
 @testable import ManagedStoreSQLite
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// The line per request, written in batches (`RequestLog`, `LogSink`): under load from many

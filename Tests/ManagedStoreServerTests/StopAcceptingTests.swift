@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+@testable import ManagedStoreHTTP
+@testable import ManagedStoreOpenAPI
 @testable import ManagedStoreServer
 
 /// What a client sees while a server stops: new connections are closed unanswered, a request on

@@ -8,6 +8,7 @@
 // Benchmarks/http/instructions.sh drives it with wrk and prints instructions per request.
 import Foundation
 import ManagedStore
+import ManagedStoreHTTP
 import ManagedStoreServer
 
 var arguments = Array(CommandLine.arguments.dropFirst())

@@ -59,7 +59,7 @@ package struct PreparedAggregate {
 
     /// The most properties a request has: ordering the groups takes every sort key and every
     /// group key, and a store may take only so many (the SQLite store: 64 terms in an ORDER BY).
-    static let maxProperties = 32
+    package static let maxProperties = 32
 
     init(_ request: AggregateRequest, fetch: PreparedFetch, model: ManagedObjectModel, storeIdentifier: UUID) throws(AggregateError) {
         guard !request.properties.isEmpty else { throw .fetch(.invalidRequest("an aggregate request needs at least one property")) }

@@ -1,11 +1,13 @@
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The query parameters of `GET /v1/objects/{Entity}/aggregate`, checked and turned into the
 /// library's `AggregateRequest`: select, where, having, sort, limit, offset.
 struct AggregateQuery {
     static let parameters: Set<String> = ["select", "where", "having", "sort", "limit", "offset"]
-    /// The most items a `select` takes (the library's limit on properties).
-    static let maxSelectItems = 32
+    /// The most items a `select` takes (the library's limit on properties; the OpenAPI
+    /// document's pattern says the same).
+    static let maxSelectItems = PreparedAggregate.maxProperties
 
     let request: AggregateRequest
 

@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// The one mapping from the library's conflict records to what a client reads: the 409 body,
 /// the `resolved` list of a transaction and the `Merge-Conflicts` header.

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The query parameters of `GET /v1/objects/{Entity}`, checked: where, sort, limit, offset,
 /// after, fields, include, count, and a template's fetch and var.NAME (`FetchTemplateQuery`).

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// `GET /v1/objects/{Entity}?fetch=NAME&var.NAME=value`: a fetch with one of the model's
 /// fetch request templates [fetchRequestFromTemplate(withName:substitutionVariables:)].

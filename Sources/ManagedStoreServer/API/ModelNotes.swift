@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// What `serve` says once at start-up about the parts of a Core Data model a server keeps
 /// differently: Transformables held as opaque bytes, transient attributes never stored, and

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// Which relationships to embed as objects instead of IDs: `include=project,tags,project.tasks`.
 ///

@@ -1,4 +1,5 @@
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// An error answer in RFC 9457 problem+json, with the contract's stable `code`.
 struct Problem: Error, Sendable {

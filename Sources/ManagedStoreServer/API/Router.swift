@@ -1,6 +1,8 @@
 import Foundation
 import Logging
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
+import ManagedStoreOpenAPI
 
 /// How the service behaves, from `managedstore serve`'s flags.
 public struct ServiceConfiguration: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// Who may do what (RFC 6750 bearer tokens): the tokens the server accepts, or none, when it
 /// is open (loopback only, or `--insecure-open`).

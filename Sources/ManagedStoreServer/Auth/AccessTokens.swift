@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// What a token may do: `read`, `write` (implies read) or `admin` (implies both), on every
 /// entity or, narrowed as `read:Book`, on one.

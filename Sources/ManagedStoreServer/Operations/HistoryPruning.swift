@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// `DELETE /v1/changes` (scope admin): prunes the persistent history now, as the retention
 /// timer does on its own: the saves before a token (`before=T`), and those recorded before a

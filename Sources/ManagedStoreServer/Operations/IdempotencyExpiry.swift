@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// Deletes the records of idempotent writes older than the store's key lifetime
 /// (`--idempotency-ttl`, default 24 hours) in the background: every quarter of the lifetime

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import ManagedStore
+import ManagedStoreCore
 
 /// A swift-log handler that writes each entry as one line: logfmt (`--log-format text`) or one
 /// JSON object (`json`). Each line is written whole and at once (a container's log shows a line

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 extension ServiceMetrics {
     /// Counts the conflict a write met, if it met one: a 409 under `policy`, or one its merge

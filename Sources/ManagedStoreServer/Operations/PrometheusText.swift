@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// Writes metrics in Prometheus's text exposition format 0.0.4: a `# HELP` and `# TYPE` line per
 /// family, then its samples, label values escaped.

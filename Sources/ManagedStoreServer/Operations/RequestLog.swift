@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The line logged for every request (on by default, `--log-requests off` for those who log at
 /// a proxy): the fields and order of the contract, in logfmt or JSON, as the other log lines

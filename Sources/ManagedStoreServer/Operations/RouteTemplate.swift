@@ -1,3 +1,5 @@
+import ManagedStoreHTTP
+
 /// The route a request took, as its template (`/v1/objects/{entity}/{pk}`), and its method, as
 /// they are written in logs and metric labels: never a raw path, an object key or a predicate,
 /// so a label's values stay few however many objects and clients there are.

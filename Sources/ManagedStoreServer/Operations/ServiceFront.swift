@@ -1,6 +1,7 @@
 import Foundation
 import Logging
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The handler libmicrohttpd calls: it counts (and logs, when the request log is on) every request, and answers for the
 /// service while the store is still loading (or migrating) on a background thread. `/v1/healthz`
@@ -91,6 +92,15 @@ public final class ServiceFront: HTTPRequestHandler, @unchecked Sendable {
             return .json(200, Array(#"{"status":"starting"}"#.utf8))
         }
         return Problem.unavailable(detail).response
+    }
+
+    /// The HTTP layer's own refusals, as problem+json.
+    public func answer(_ refusal: HTTPRefusal) -> HTTPResponse {
+        switch refusal {
+        case .bodyTooLarge(let limit): return Problem.payloadTooLarge(limit: limit).response
+        case .bodiesBusy: return Problem.bodiesBusy().response
+        case .shuttingDown: return Problem.unavailable("the server is shutting down; nothing was done").response
+        }
     }
 
     public func requestCompleted(_ request: CompletedRequest) {

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The counts `/v1/metrics` reports that the server itself keeps: requests by route, method and
 /// status, their latencies by route, and the conflicts writes met. (The store's own, such as

@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// `GET /v1/changes`: the persistent history after a token, as pages (`wait` long-polls with
 /// the connection suspended, no thread held) or as server-sent events that go on as saves

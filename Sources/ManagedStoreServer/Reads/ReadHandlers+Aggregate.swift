@@ -1,4 +1,5 @@
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 extension ReadHandlers {
     /// GET /v1/objects/{Entity}/aggregate: `{"groups": [...]}`, each group a JSON object of its

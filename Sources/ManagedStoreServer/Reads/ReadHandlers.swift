@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The GET requests for objects, answered on the front thread that received them, each on a
 /// read context borrowed from the store's reader pool (a WAL snapshot: reads never wait for

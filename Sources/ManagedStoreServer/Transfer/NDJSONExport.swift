@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// `managedstore export`: every object of an entity as NDJSON, one object a line in the JSON
 /// form of `GET /v1/objects/{Entity}/{pk}`, in primary-key order, from one snapshot of the

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// `managedstore import`: an NDJSON file into a store, exactly as `POST /v1/objects/{Entity}`
 /// with `application/x-ndjson` takes it (the same parsing, checks, chunks of 1000 lines, each

@@ -1,4 +1,5 @@
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// A write sent with `Idempotency-Key` (the contract's "Idempotent writes"): carried out once
 /// per key; the answer is stored in the write's own transaction (the library's

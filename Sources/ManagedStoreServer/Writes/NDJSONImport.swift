@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// `POST /v1/objects/{Entity}` with an `application/x-ndjson` body (the contract's "Batch insert
 /// as a stream"): lines are parsed as they arrive and committed in chunks, each chunk one unit

@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// A JSON object body, checked against the entity: known properties only, values of the
 /// right JSON shape, converted to attribute values and references.

@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 // The batch writes of the contract: many inserts in one save (a JSON array, or one chunk of
 // an NDJSON stream), and the library's batch update and delete for `?where=`.

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// Puts a request's values into the write context's objects and saves them, on the write
 /// thread: the part of `WriteRequest.perform` that knows objects, references and names.

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// A write, parsed and checked on the front (`WriteRequestParser`), waiting for the write queue.
 struct WriteRequest: Sendable {

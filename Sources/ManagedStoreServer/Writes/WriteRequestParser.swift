@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// Reads a write request on the front thread that received it: the body (content type, JSON,
 /// values checked against the model), the base version (If-Match, `_version`), the merge

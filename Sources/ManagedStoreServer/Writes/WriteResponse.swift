@@ -1,5 +1,6 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
+import ManagedStoreHTTP
 
 /// The answer to a write, made on a front thread from what the write thread reported: JSON
 /// written here, so that the write thread does SQL and little else (except for a write with

@@ -22,8 +22,8 @@ final class RequestState: @unchecked Sendable {
     @exclusivity(unchecked) var reservedBodyBytes = 0
     /// When the first call for this request came: receiving its body has a time limit.
     let started = DispatchTime.now()
-    /// Why the body is being discarded as it arrives, answered once it has ended.
-    var refusal: Problem?
+    /// The answer to a body being discarded as it arrives, sent once it has ended.
+    var refusal: HTTPResponse?
     @exclusivity(unchecked) var response: HTTPResponse?
     /// Makes the answer of a suspended request, on the MHD thread that sends it, once the
     /// connection resumes (`DeferredResponse`); `response` then holds it.

@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// The schemas of the query parameters whose valid values the model decides (`fields`,
 /// `include`, `sort`, an aggregate's `select`, the change feed's `entity`), as patterns that
@@ -57,9 +57,9 @@ struct ModelParameterSchemas {
         if !attributes.isEmpty { choices.append(Self.alternation(attributes) + #"\.(?:min|max)\(\)"#) }
         if !numeric.isEmpty { choices.append(Self.alternation(numeric) + #"\.(?:sum|avg)\(\)"#) }
         let item = #"(?:[A-Za-z0-9_]+[ \t]*:[ \t]*)?(?:"# + choices.joined(separator: "|") + ")"
-        return schema("At most \(AggregateQuery.maxSelectItems) comma-separated items over \(entity.name): `[name:]keyPath` (a group key) "
+        return schema("At most \(PreparedAggregate.maxProperties) comma-separated items over \(entity.name): `[name:]keyPath` (a group key) "
                       + "or `[name:][keyPath.]function()`. Two items with the same name are 400, which no schema can say.",
-                      pattern: Self.list(item: item, skipsEmptyItems: false, maxItems: AggregateQuery.maxSelectItems))
+                      pattern: Self.list(item: item, skipsEmptyItems: false, maxItems: PreparedAggregate.maxProperties))
     }
 
     /// The change feed's `entity`: the model's entities.

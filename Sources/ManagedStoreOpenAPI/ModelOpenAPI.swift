@@ -1,19 +1,19 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// The OpenAPI document of the loaded model, as PostgREST's describes its tables: the generic
 /// document (`openapi/openapi.yaml`) with each path under `/v1/objects/{entity}` written out
 /// once per entity (`/v1/objects/Task/{pk}`, operation IDs `getTask`, `insertTask`, ...),
 /// whose bodies and answers are that entity's own schemas (`EntitySchemas`). A generator then
 /// makes typed clients, and a fuzzer reaches real objects instead of 404s.
-enum ModelOpenAPI {
+package enum ModelOpenAPI {
     /// The document for `model` (the generic one, should it not parse: it is checked in CI).
-    static func document(for model: ManagedObjectModel) -> JSONValue {
+    package static func document(for model: ManagedObjectModel) -> JSONValue {
         guard let generic = try? JSONParser().parse(Array(OpenAPIDocument.json.utf8)) else { return .object([]) }
         return document(generic, model: model)
     }
 
-    static func document(_ generic: JSONValue, model: ManagedObjectModel) -> JSONValue {
+    package static func document(_ generic: JSONValue, model: ManagedObjectModel) -> JSONValue {
         var document = generic
         document = replacing("paths", in: document) { paths in
             .object((paths.objectMembers ?? []).flatMap { path, item -> [(String, JSONValue)] in

@@ -1,11 +1,11 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// Writes a JSON value as block-style YAML: what `/v1/openapi.yaml` serves, the same document as
 /// `/v1/openapi.json`. Strings are always double-quoted with JSON's escapes (a YAML double-quoted
 /// scalar reads them alike), so no string can turn into a number, a boolean or a comment; keys
 /// are bare when they are plain words.
-enum YAMLWriter {
-    static func yaml(_ value: JSONValue) -> String {
+package enum YAMLWriter {
+    package static func yaml(_ value: JSONValue) -> String {
         var out = ""
         write(value, indent: 0, into: &out)
         return out

@@ -39,10 +39,10 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
             // Refuse before reading any of it. (Answering on this first call makes MHD close the
             // connection afterwards, which is what a refused upload wants.)
             if declared > configuration.maxBodyBytes {
-                return mhdQueue(connection, Problem.payloadTooLarge(limit: configuration.maxBodyBytes).response, state: state)
+                return mhdQueue(connection, server.handler.answer(.bodyTooLarge(limit: configuration.maxBodyBytes)), state: state)
             }
             if !server.reserveBody(declared, for: state) {
-                return mhdQueue(connection, Problem.bodiesBusy().response, state: state)
+                return mhdQueue(connection, server.handler.answer(.bodiesBusy), state: state)
             }
         }
         return .YES
@@ -70,9 +70,9 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         }
         guard state.refusal == nil else { return .YES }  // being discarded
         if state.body.count + size > configuration.maxBodyBytes {
-            state.refusal = Problem.payloadTooLarge(limit: configuration.maxBodyBytes)
+            state.refusal = server.handler.answer(.bodyTooLarge(limit: configuration.maxBodyBytes))
         } else if state.body.count + size > state.reservedBodyBytes, !server.reserveBody(state.body.count + size - state.reservedBodyBytes, for: state) {
-            state.refusal = Problem.bodiesBusy()
+            state.refusal = server.handler.answer(.bodiesBusy)
         } else if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: size) { state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size)) }
         }
@@ -85,9 +85,9 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         }
         return .YES
     }
-    if let refusal = state.refusal { return mhdQueue(connection, refusal.response, state: state) }
+    if let refusal = state.refusal { return mhdQueue(connection, refusal, state: state) }
     if server.isStopping {
-        var response = Problem.unavailable("the server is shutting down; nothing was done").response
+        var response = server.handler.answer(.shuttingDown)
         response.headers.append(("Connection", "close"))
         return mhdQueue(connection, response, state: state)
     }

@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// The commands `serve` suggests when it starts: a model, an insert and a filtered fetch, each
 /// on an entity and a property of the model being served, so that a user of another model

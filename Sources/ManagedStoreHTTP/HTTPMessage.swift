@@ -157,9 +157,22 @@ public struct CompletedRequest: Sendable {
     public let notes: RequestNotes
 }
 
+/// What the HTTP layer answers by itself, before or instead of the handler.
+public enum HTTPRefusal: Sendable {
+    /// The body is larger than `maxBodyBytes` (413).
+    case bodyTooLarge(limit: Int)
+    /// Request bodies held across connections would pass `maxInflightBodyBytes` (503).
+    case bodiesBusy
+    /// The server is shutting down; the request was not carried out (503).
+    case shuttingDown
+}
+
 /// Answers requests. Called on libmicrohttpd's threads; must not block for long.
 public protocol HTTPRequestHandler: Sendable {
     func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome
+    /// The answer to a request the HTTP layer refuses by itself, in the handler's words (its
+    /// error format); asked on libmicrohttpd's threads.
+    func answer(_ refusal: HTTPRefusal) -> HTTPResponse
     /// Hears of every request once it has ended, answered or not (for logs and metrics), on a
     /// libmicrohttpd thread.
     func requestCompleted(_ request: CompletedRequest)
@@ -171,6 +184,19 @@ public protocol HTTPRequestHandler: Sendable {
 
 extension HTTPRequestHandler {
     public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? { nil }
+
+    /// Plain text answers, for a handler without an error format of its own.
+    public func answer(_ refusal: HTTPRefusal) -> HTTPResponse {
+        let (status, text): (Int, String)
+        switch refusal {
+        case .bodyTooLarge(let limit): (status, text) = (413, "the body is larger than \(limit) bytes")
+        case .bodiesBusy: (status, text) = (503, "too many request bodies are held at once; retry")
+        case .shuttingDown: (status, text) = (503, "the server is shutting down; nothing was done")
+        }
+        var headers = [("Content-Type", "text/plain; charset=utf-8")]
+        if status == 503 { headers.append(("Retry-After", "1")) }
+        return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+    }
     public func requestCompleted(_ request: CompletedRequest) {}
 }
 
@@ -201,7 +227,7 @@ extension String {
     /// 5.6.3), on every write (Content-Length, If-Match): Foundation's
     /// `trimmingCharacters(in: .whitespaces)` goes through Unicode scalars and a character set,
     /// where two bytes are all there is to look for.
-    var trimmingHTTPWhitespace: Substring {
+    package var trimmingHTTPWhitespace: Substring {
         func isWhitespace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
         let bytes = utf8
         var start = bytes.startIndex, end = bytes.endIndex

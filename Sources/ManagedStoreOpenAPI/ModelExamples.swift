@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// The examples of the served document, made from the loaded model: the generic document's
 /// examples name the demo model's entities and properties (`priority >= 2`, a `Task` body),

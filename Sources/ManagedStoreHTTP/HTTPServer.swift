@@ -38,6 +38,9 @@ public final class HTTPServer: @unchecked Sendable {
         /// Memory per connection; it also caps the size of the request headers (431 above it).
         /// libmicrohttpd's default: a larger pool costs a larger clear on every request.
         public var connectionMemoryLimit: Int = 32_768
+        /// Where the HTTP layer's own warnings go (a client at its connection limit), at most one
+        /// line every 10 seconds; nowhere when nil.
+        public var warn: (@Sendable (String) -> Void)?
 
         public init() {}
     }
@@ -78,7 +81,7 @@ public final class HTTPServer: @unchecked Sendable {
         let notify = unsafeBitCast(mhdConnectionNotice as MHD_NotifyConnectionCallback, to: UnsafeRawPointer.self)
         let threads = max(2, configuration.threads)
         let limits = connectionLimits(threads: threads)
-        let connections = ConnectionGuard(limits: limits.guarded)
+        let connections = ConnectionGuard(limits: limits.guarded, warn: configuration.warn ?? { _ in })
         self.connections = connections
         let options: [CVarArg] = [
             MHD_OPTION.LISTEN_SOCKET.rawValue, listenSocket,

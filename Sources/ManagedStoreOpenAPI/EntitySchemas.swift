@@ -1,5 +1,5 @@
 import Foundation
-import ManagedStore
+import ManagedStoreCore
 
 /// JSON Schemas of one entity's objects, as the OpenAPI document of a loaded model shows them
 /// (`ModelOpenAPI`): what a typed client is generated from.

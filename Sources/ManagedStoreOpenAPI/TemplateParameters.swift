@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// The `fetch` and `var.NAME` query parameters of one entity's fetch in the model's OpenAPI
 /// document: `fetch` takes the names of the entity's fetch request templates, and each of their

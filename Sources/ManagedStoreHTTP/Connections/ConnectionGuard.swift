@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import Foundation
-import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -36,7 +35,7 @@ final class ConnectionGuard: @unchecked Sendable {
     }
 
     let limits: Limits
-    private let logger = Logger(label: "managedstore")
+    private let warn: @Sendable (String) -> Void
 
     private let lock = NSLock()
     private var records: [ObjectIdentifier: ConnectionRecord] = [:]
@@ -66,8 +65,9 @@ final class ConnectionGuard: @unchecked Sendable {
     private let sweepCondition = NSCondition()
     private var sweeping = false
 
-    init(limits: Limits) {
+    init(limits: Limits, warn: @escaping @Sendable (String) -> Void) {
         self.limits = limits
+        self.warn = warn
     }
 
     private static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
@@ -81,7 +81,7 @@ final class ConnectionGuard: @unchecked Sendable {
         lock.lock()
         defer {
             lock.unlock()
-            if let limitLine { logger.warning("\(limitLine)") }
+            if let limitLine { warn(limitLine) }
         }
         admitting[thread] = nil
         let address = address ?? ClientAddress.unknown
@@ -247,14 +247,15 @@ final class ConnectionGuard: @unchecked Sendable {
         sweeping = true
         sweepCondition.unlock()
         let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        let thread = Thread { [self] in
-            while true {
-                sweepCondition.lock()
-                if sweeping { _ = sweepCondition.wait(until: Date(timeIntervalSinceNow: seconds)) }
-                let goOn = sweeping
-                sweepCondition.unlock()
+        // Weakly: a guard whose server is gone ends its thread.
+        let thread = Thread { [weak self] in
+            while let guarded = self {
+                guarded.sweepCondition.lock()
+                if guarded.sweeping { _ = guarded.sweepCondition.wait(until: Date(timeIntervalSinceNow: seconds)) }
+                let goOn = guarded.sweeping
+                guarded.sweepCondition.unlock()
                 guard goOn else { return }
-                sweep()
+                guarded.sweep()
             }
         }
         thread.name = "managedstore-connections"
@@ -314,7 +315,7 @@ final class ConnectionGuard: @unchecked Sendable {
         freshCursor = 0
         line = pendingLimitLine()
         lock.unlock()
-        if let line { logger.warning("\(line)") }
+        if let line { warn(line) }
     }
 
     /// When the head a connection waits for began to arrive, if it has: the time of the last

@@ -1,4 +1,4 @@
-import ManagedStore
+import ManagedStoreCore
 
 /// The body of `POST /v1/transactions` for a loaded model: each operation one of an insert of
 /// one of its entities (`entity` named, its mandatory attributes required), an update of an
