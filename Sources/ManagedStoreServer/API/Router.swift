@@ -1,135 +1,12 @@
-import Foundation
-import Logging
 import ManagedStoreCore
 import ManagedStoreHTTP
-import ManagedStoreOpenAPI
 
-/// How the service behaves, from `managedstore serve`'s flags.
-public struct ServiceConfiguration: Sendable {
-    /// The merge policy when a request names none.
-    public var mergePolicy: MergePolicy = .error
-    /// Refuse PATCH, PUT and DELETE without a base version (428).
-    public var requireIfMatch = false
-    /// Drain every waiting write into one transaction (off: one commit per request, for comparison).
-    public var groupCommit = true
-    /// How long one fetch or count may run (in SQLite and in memory) before it is stopped
-    /// and answered 503 `query-timeout`.
-    public var queryTimeout: Duration = .seconds(5)
-    /// How long the persistent history is kept (pruned on a timer).
-    public var historyRetention: HistoryRetention.Setting = .sevenDays
-    /// The largest request body; for an NDJSON import (never held whole) the longest line, and
-    /// the most an `?atomic=true` import may hold. `ManagedStoreServer` sets it from the HTTP
-    /// configuration.
-    public var maxBodyBytes = 8_388_608
-    /// The bearer tokens the server accepts; none: every request is allowed (the server then
-    /// listens on loopback only, unless told `--insecure-open`).
-    public var accessTokens: [AccessToken] = []
-    /// Where the server's own lines go (`LineLogHandler` in `serve`); by default nowhere.
-    public var logger = Logger(label: "managedstore", factory: { _ in SwiftLogNoOpLogHandler() })
-    /// The line per request (`serve` turns it on unless `--log-requests off`); by default none.
-    public var requestLog: RequestLog?
-
-    public init() {}
-}
-
-/// The REST API (`openapi/openapi.yaml`; the README's "The HTTP API in five minutes") over one
-/// store, as a router: each request goes to
-/// the read handlers (answered on the front thread), or is parsed into a `WriteRequest` and
-/// queued on the one write queue (its connection suspended until the answer).
-public final class ManagedStoreService: HTTPRequestHandler {
-    public let coordinator: PersistentStoreCoordinator
-    let configuration: ServiceConfiguration
-    let writes: WriteQueue
-    let reads: ReadHandlers
-    let parser: WriteRequestParser
-    let changes: ChangeFeed
-    let retention: HistoryRetention?
-    /// Deletes idempotency records past the store's key lifetime.
-    let idempotencyExpiry: IdempotencyExpiry
-    /// Every entity's JSON keys, made once.
-    let layouts: JSONLayouts
-    let access: AccessControl
-    let metrics: ServiceMetrics
-    /// The OpenAPI document of this model (`ModelOpenAPI`), made once.
-    let openAPIDocument: [UInt8]
-    let openAPIYAML: [UInt8]
-    private let ready = ReadyFlag()
-
-    public init(coordinator: PersistentStoreCoordinator, configuration: ServiceConfiguration, metrics: ServiceMetrics = ServiceMetrics()) {
-        self.coordinator = coordinator
-        self.configuration = configuration
-        self.metrics = metrics
-        let document = ModelOpenAPI.document(for: coordinator.model)
-        self.openAPIDocument = document.serialized().utf8Array
-        self.openAPIYAML = YAMLWriter.yaml(document).utf8Array
-        self.layouts = JSONLayouts(coordinator.model)
-        self.access = AccessControl(tokens: configuration.accessTokens)
-        self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
-        self.changes = ChangeFeed(coordinator: coordinator, layouts: layouts)
-        self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
-        self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
-        if case .period(let period) = configuration.historyRetention {
-            self.retention = HistoryRetention(coordinator: coordinator, period: period)
-        } else {
-            self.retention = nil
-        }
-        self.idempotencyExpiry = IdempotencyExpiry(coordinator: coordinator)
-    }
-
-    public func start() {
-        writes.start()
-        retention?.start()
-        idempotencyExpiry.start()
-        ready.set(true)
-    }
-
-    /// Stops taking writes and waits until `deadline` for the queued ones to be answered and
-    /// committed. Returns whether the queue finished by then.
-    @discardableResult
-    public func stop(deadline: DispatchTime = .distantFuture) -> Bool {
-        ready.set(false)
-        retention?.stop()
-        idempotencyExpiry.stop()
-        let finished = writes.stop(deadline: deadline)
-        // After the last commit: long-polls are answered with what they have, streams end.
-        changes.stop()
-        return finished
-    }
-
-    var model: ManagedObjectModel { coordinator.model }
-
-    /// An NDJSON batch insert is read as it arrives (`NDJSONImport`). Anything about it that is
-    /// wrong before the body (an unknown entity, a bad parameter) is left to `handle`, which
-    /// answers it after the body.
-    public func bodyStream(for request: HTTPRequest) -> HTTPBodyStream? {
-        guard request.method == "POST", request.mediaType == "application/x-ndjson" else { return nil }
-        let segments = request.pathSegments
-        guard segments.count == 3, segments[0] == "v1", segments[1] == "objects", let entity = model.entity(named: segments[2]), !entity.isAbstract,
-              // A request the token does not allow is answered by `handle`, never read.
-              access.allows(request, .write, on: .entity(entity.name)),
-              let policy = try? parser.mergePolicy(request, alsoAllowed: ["atomic"]), let atomic = try? WriteRequestParser.atomic(request)
-        else { return nil }
-        // A malformed Idempotency-Key is answered by `handle` too.
-        let key: IdempotencyKey?
-        do { key = try IdempotentWrite.key(of: request) } catch { return nil }
-        return NDJSONImport(entity: entity, coordinator: coordinator, writes: writes, policy: policy, author: parser.author(request),
-                            atomic: atomic, byteLimit: configuration.maxBodyBytes,
-                            idempotency: key.map { ($0, IdempotentWrite.fingerprintStart(of: request, tokenName: (try? access.authenticate(request))??.name)) })
-    }
-
-    public func handle(_ request: HTTPRequest) -> HTTPHandlerOutcome {
-        do {
-            return try route(request)
-        } catch let problem as Problem {
-            return .respond(problem.response)
-        } catch {
-            return .respond(Problem.internalError("\(error)").response)
-        }
-    }
-
-    // MARK: Routing
-
-    private func route(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
+/// The router: each request to its handler by method and path. It authenticates first (401
+/// before anything is read), checks the access the request needs (`AccessControl`, `Auth/`),
+/// and hands the request on: reads to `ReadHandlers` (answered on the front thread), writes
+/// parsed into a `WriteRequest` and queued on the one write queue (`enqueue`).
+extension ManagedStoreService {
+    func route(_ request: HTTPRequest) throws -> HTTPHandlerOutcome {
         let segments = request.pathSegments
         guard segments.first == "v1" else { throw Problem.notFound("no resource at \(request.path); the API lives under /v1") }
         let rest = segments[1...]  // indexes from 1: rest[2] is segments[2]
@@ -180,10 +57,10 @@ public final class ManagedStoreService: HTTPRequestHandler {
         case (_, 3, "objects") where rest[3] == "aggregate":
             let entity = try parser.entity(rest[2])
             guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
-            try access.require(token, .read, on: .entity(entity.name))
-            try requireKinds(token, .read, of: entity)
-            try requireReachedBySelect(request, token, from: entity)
-            return .respond(try reads.aggregate(request, entity: entity))
+            try access.requireRead(entity, token, in: model)
+            let query = try reads.aggregateQuery(request, entity: entity)
+            try access.requireRead(reachedBy: query.request, from: entity, token, in: model)
+            return .respond(try reads.aggregate(query, entity: entity))
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
         case (_, 4, "objects"):
@@ -198,11 +75,12 @@ public final class ManagedStoreService: HTTPRequestHandler {
     private func collection(_ request: HTTPRequest, entityName: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
         let entity = try parser.entity(entityName)
         try access.require(token, AccessControl.level(for: request.method), on: .entity(entity.name))
-        try requireKinds(token, AccessControl.level(for: request.method), of: entity)
+        try access.requireKinds(token, AccessControl.level(for: request.method), of: entity, in: model)
         switch request.method {
         case "GET", "HEAD":
-            try requireIncluded(request, token, from: entity)
-            return .respond(try reads.fetch(request, entity: entity))
+            let query = try reads.fetchQuery(request, entity: entity)
+            try access.requireRead(reachedBy: query.include, from: entity, token, in: model)
+            return .respond(try reads.fetch(query, entity: entity))
         case "POST":
             return try enqueue(request) { try parser.insert(request, entity: entity) }
         case "PATCH":
@@ -214,48 +92,6 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
     }
 
-    /// A parent entity's objects are those of its sub-entities, each answered whole: a list,
-    /// an aggregate or a batch change of the parent needs the same access to every one of them.
-    private func requireKinds(_ token: AccessToken?, _ level: AccessScope.Level, of entity: EntityDescription) throws(Problem) {
-        for kind in model.kindNames(of: entity.name) where kind != entity.name { try access.require(token, level, on: .entity(kind)) }
-    }
-
-    /// `include` embeds the related objects whole: it needs read access to every entity it
-    /// reaches, and to each sub-entity of a parent it reaches. (A path the model does not have
-    /// is the read's own 400.)
-    private func requireIncluded(_ request: HTTPRequest, _ token: AccessToken?, from entity: EntityDescription) throws(Problem) {
-        guard let text = request.queryValue("include"), let tree = try? IncludeTree(text, entity: entity, model: model) else { return }
-        func walk(_ tree: IncludeTree, from entity: EntityDescription) throws(Problem) {
-            for (name, child) in tree.children.sorted(by: { $0.key < $1.key }) {
-                guard let destination = entity.relationship(named: name).flatMap({ model.entity(named: $0.destination) }) else { continue }
-                try requireRead(destination, token)
-                try walk(child, from: destination)
-            }
-        }
-        try walk(tree, from: entity)
-    }
-
-    /// An aggregate's `select` answers the values its key paths reach: through a relationship,
-    /// another entity's, which needs read access as `include` does.
-    private func requireReachedBySelect(_ request: HTTPRequest, _ token: AccessToken?, from entity: EntityDescription) throws(Problem) {
-        guard let text = request.queryValue("select") else { return }
-        for item in text.split(separator: ",") {
-            // `[name:]key.path` or `[name:][key.path.]function()`: the relationships come first.
-            var current = entity
-            for step in (item.split(separator: ":", maxSplits: 1).last ?? item).split(separator: ".") {
-                let name = step.trimmingCharacters(in: .whitespaces)
-                guard let destination = current.relationship(named: name).flatMap({ model.entity(named: $0.destination) }) else { break }
-                try requireRead(destination, token)
-                current = destination
-            }
-        }
-    }
-
-    private func requireRead(_ entity: EntityDescription, _ token: AccessToken?) throws(Problem) {
-        try access.require(token, .read, on: .entity(entity.name))
-        try requireKinds(token, .read, of: entity)
-    }
-
     /// GET /v1/objects/{Entity}/{pk}/{fetchedProperty}: read on the entity and on the objects
     /// it answers (the destination and its sub-entities).
     private func fetchedProperty(_ request: HTTPRequest, entityName: String, key: String, name: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
@@ -265,14 +101,14 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
         guard request.method == "GET" || request.method == "HEAD" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET", "HEAD"]) }
         try access.require(token, .read, on: .entity(entity.name))
-        if let destination = model.entity(named: property.destinationEntityName) {
-            try requireRead(destination, token)
-            try requireIncluded(request, token, from: destination)
-        }
+        guard let destination = model.entity(named: property.destinationEntityName) else { throw Problem.unknownEntity(property.destinationEntityName) }
+        try access.requireRead(destination, token, in: model)
+        let query = try reads.fetchedPropertyQuery(request, destination: destination)
+        try access.requireRead(reachedBy: query.include, from: destination, token, in: model)
         guard let pk = Int64(key), pk > 0, let id = coordinator.managedObjectID(entityName: entity.name, primaryKey: pk) else {
             throw Problem.notFound("no object \(entityName)/\(key.prefix(40)) (keys are positive integers)")
         }
-        return .respond(try reads.fetchedProperty(request, of: id, property))
+        return .respond(try reads.fetchedProperty(query, of: id, property, destination: destination))
     }
 
     private func single(_ request: HTTPRequest, entityName: String, key: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
@@ -283,8 +119,9 @@ public final class ManagedStoreService: HTTPRequestHandler {
         }
         switch request.method {
         case "GET", "HEAD":
-            try requireIncluded(request, token, from: entity)
-            return .respond(try reads.getOne(request, id: id, entity: entity))
+            let query = try reads.getOneQuery(request, entity: entity)
+            try access.requireRead(reachedBy: query.include, from: entity, token, in: model)
+            return .respond(try reads.getOne(query, id: id))
         case "PATCH", "PUT":
             return try enqueue(request) { try parser.update(request, id: id, entity: entity, replace: request.method == "PUT") }
         case "DELETE":
@@ -328,17 +165,4 @@ public final class ManagedStoreService: HTTPRequestHandler {
             })
         }
     }
-}
-
-/// Whether the service accepts requests; read by /v1/readyz from any thread.
-private final class ReadyFlag: @unchecked Sendable {
-    // @unchecked Sendable: `flag` is only touched under `lock`.
-    private let lock = NSLock()
-    private var flag = false
-    var value: Bool { lock.lock(); defer { lock.unlock() }; return flag }
-    func set(_ value: Bool) { lock.lock(); flag = value; lock.unlock() }
-}
-
-extension String {
-    var utf8Array: [UInt8] { Array(utf8) }
 }

@@ -2,12 +2,16 @@ import ManagedStoreCore
 import ManagedStoreHTTP
 
 extension ReadHandlers {
+    /// The parameters of GET /v1/objects/{Entity}/aggregate.
+    func aggregateQuery(_ request: HTTPRequest, entity: EntityDescription) throws -> AggregateQuery {
+        try AggregateQuery(request, entity: entity, timeout: configuration.queryTimeout)
+    }
+
     /// GET /v1/objects/{Entity}/aggregate: `{"groups": [...]}`, each group a JSON object of its
     /// results in `select` order, computed in one SQL statement on a read context (a snapshot,
     /// under the query timeout).
-    func aggregate(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try AggregateQuery(request, entity: entity, timeout: configuration.queryTimeout)
-        return try coordinator.withReadContext { context in
+    func aggregate(_ query: AggregateQuery, entity: EntityDescription) throws -> HTTPResponse {
+        try coordinator.withReadContext { context in
             let groups: [AggregateGroup]
             do throws(AggregateError) {
                 groups = try context.aggregate(query.request)

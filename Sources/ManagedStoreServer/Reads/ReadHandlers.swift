@@ -11,19 +11,31 @@ struct ReadHandlers {
     let layouts: JSONLayouts
     var model: ManagedObjectModel { coordinator.model }
 
+    // Each read is parsed first (`…Query`), so that the router checks access on what the parser
+    // made of `include` and `select`, then answered from the parsed query.
+
+    /// The parameters of GET /v1/objects/{Entity}.
+    func fetchQuery(_ request: HTTPRequest, entity: EntityDescription) throws -> FetchQuery {
+        try FetchQuery(request, entity: entity, model: model, storeIdentifier: coordinator.storeIdentifier)
+    }
+
     /// GET /v1/objects/{Entity}: a page of objects, with `next` and, asked for, `count`.
-    func fetch(_ request: HTTPRequest, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try FetchQuery(request, entity: entity, model: model, storeIdentifier: coordinator.storeIdentifier)
-        return try page(query, of: entity, scope: nil)
+    func fetch(_ query: FetchQuery, entity: EntityDescription) throws -> HTTPResponse {
+        try page(query, of: entity, scope: nil)
+    }
+
+    /// The parameters of GET /v1/objects/{Entity}/{pk}/{fetchedProperty}, over the property's
+    /// destination.
+    func fetchedPropertyQuery(_ request: HTTPRequest, destination: EntityDescription) throws -> FetchQuery {
+        try FetchQuery(request, entity: destination, model: model, allowed: FetchQuery.parameters.subtracting(["fetch"]))
     }
 
     /// GET /v1/objects/{Entity}/{pk}/{fetchedProperty}: the fetched property's objects for the
     /// object `id`, as a page of its destination's objects (the fetch parameters apply too,
     /// `where` ANDed with the property's predicate); 404 when the object does not exist.
-    func fetchedProperty(_ request: HTTPRequest, of id: ManagedObjectID, _ property: FetchedPropertyDescription) throws -> HTTPResponse {
-        guard let destination = model.entity(named: property.destinationEntityName) else { throw Problem.unknownEntity(property.destinationEntityName) }
-        let query = try FetchQuery(request, entity: destination, model: model, allowed: FetchQuery.parameters.subtracting(["fetch"]))
-        return try page(query, of: destination) { context in
+    func fetchedProperty(_ query: FetchQuery, of id: ManagedObjectID, _ property: FetchedPropertyDescription,
+                         destination: EntityDescription) throws -> HTTPResponse {
+        try page(query, of: destination) { context in
             let source: ManagedObject
             do { source = try context.existingObject(with: id) } catch { throw Problem.notFound("no object \(id)") }
             return try context.fetchRequest(forFetchedProperty: property.name, of: source).predicate
@@ -82,9 +94,13 @@ struct ReadHandlers {
 
     private static let getOneParameters: Set<String> = ["fields", "include"]
 
+    /// The parameters of GET /v1/objects/{Entity}/{pk}.
+    func getOneQuery(_ request: HTTPRequest, entity: EntityDescription) throws -> FetchQuery {
+        try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+    }
+
     /// GET /v1/objects/{Entity}/{pk}: one object with its ETag.
-    func getOne(_ request: HTTPRequest, id: ManagedObjectID, entity: EntityDescription) throws -> HTTPResponse {
-        let query = try FetchQuery(request, entity: entity, model: model, allowed: Self.getOneParameters)
+    func getOne(_ query: FetchQuery, id: ManagedObjectID) throws -> HTTPResponse {
         let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
         return try coordinator.withReadContext { context in
             let found: ([UInt8], Int64)?
