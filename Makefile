@@ -11,7 +11,7 @@ PORT ?= 8080
 # test builds: on Linux, SwiftPM finds the tests through the index store.
 SWIFT_BUILD_FLAGS ?= --disable-index-store -Xswiftc -gnone
 
-.PHONY: deps build server run demo test test-unit test-sqlite-store test-example build-tsan test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
+.PHONY: deps build server run demo test test-unit test-sqlite-store test-layers test-example build-tsan test-dictionary-store test-postgres-store test-tsan test-openapi test-fuzz test-schemathesis fuzz openapi bench bench-http bench-idempotency bench-check image docker-check test-python-client test-swift-client clean
 
 deps:
 	@./scripts/install-deps.sh
@@ -31,7 +31,7 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-TEST_STAGES = test-openapi test-sqlite-store test-dictionary-store test-postgres-store test-example test-fuzz \
+TEST_STAGES = test-openapi test-sqlite-store test-layers test-dictionary-store test-postgres-store test-example test-fuzz \
               test-schemathesis test-python-client test-swift-client test-tsan
 # Each stage in turn, and what each took; ThreadSanitizer's build in the background meanwhile
 # (scripts/test-stages.sh).
@@ -44,6 +44,11 @@ test-unit: test-sqlite-store test-dictionary-store test-postgres-store
 # Every suite, on SQLite.
 test-sqlite-store: deps
 	SWIFT=$(SWIFT) ./scripts/test-unit.sh
+
+## make test-layers: each library target built alone, importing only the targets it declares
+## (the server cannot name a store: scripts/check-layers.sh)
+test-layers: deps
+	SWIFT=$(SWIFT) ./scripts/check-layers.sh
 
 # The library's context, fault, save, conflict, merge-policy and aggregate suites again, their in-memory
 # containers on the dictionary store (Tests/Support): a second implementation of the store
