@@ -103,8 +103,8 @@ public final class ManagedStoreServer: Sendable {
         let drained = service?.stop(deadline: deadline) ?? false
         http.stop(deadline: deadline)
         if let service, drained {
-            do { try service.coordinator.checkpoint() } catch {
-                ServerLog.error("the checkpoint at shutdown failed (the WAL keeps the changes; they are safe): \(error)")
+            do { try service.coordinator.settle() } catch {
+                ServerLog.error("the store could not settle at shutdown (nothing committed is lost: it stays in the store's log): \(error)")
             }
         }
     }

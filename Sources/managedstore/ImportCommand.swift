@@ -54,6 +54,6 @@ struct ImportCommand: ParsableCommand {
             if !failure.problemJSON.isEmpty { CommandLog.write(failure.problemJSON + "\n") }
             throw ExitCode(1)
         }
-        try? coordinator.checkpoint()
+        try? coordinator.settle()
     }
 }

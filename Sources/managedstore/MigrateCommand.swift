@@ -39,7 +39,7 @@ struct MigrateCommand: ParsableCommand {
                 // Opening migrates, in one transaction; the checkpoint leaves it all in the file.
                 let coordinator = try PersistentStoreCoordinator(model: model, store: .path(storeOptions.store, readerCount: 1))
                 plan = coordinator.appliedMigration
-                try coordinator.checkpoint()
+                try coordinator.settle()
             }
         } catch {
             throw storeOptions.fail(error)

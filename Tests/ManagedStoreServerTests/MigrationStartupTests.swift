@@ -83,7 +83,7 @@ struct MigrationStartupTests {
                 context.insertNewObject(forEntityName: "Tag").setValue("urgent", forKey: "label")
                 try context.save()
             }
-            try coordinator.checkpoint()
+            try coordinator.settle()
         }
         let before = try Data(contentsOf: store)
         let entities = tracker.entities.map { entity -> EntityDescription in

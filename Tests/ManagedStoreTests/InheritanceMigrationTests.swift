@@ -83,7 +83,7 @@ struct InheritanceMigrationTests {
             version1.viewContext.insertNewObject(forEntityName: "Country").setValue("Europe", forKey: "name")
             try version1.viewContext.save()
         }
-        try version1.coordinator.checkpoint()  // the file holds everything: no WAL to compare
+        try version1.coordinator.settle()  // the file holds everything: no WAL to compare
         let before = try store.snapshot()
         let model = try Self.version2(unique: true)
         do throws(StoreError) {

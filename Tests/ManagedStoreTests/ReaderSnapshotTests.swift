@@ -92,7 +92,7 @@ struct ReaderSnapshotTests {
         }
         #expect(largest < 16 << 20, "the WAL reached \(largest) bytes")
         // And at the end a checkpoint empties it.
-        try container.coordinator.checkpoint()
+        try container.coordinator.settle()
         #expect(container.coordinator.walSize == 0)
     }
 
@@ -124,9 +124,9 @@ struct ReaderSnapshotTests {
             description.memoryMapSize = size
             let coordinator = try PersistentStoreCoordinator(model: Fixtures.tracker, store: description)
             let query = "PRAGMA mmap_size"
-            let onWriter = try coordinator.sqlite.writer.withConnection { try $0.scalarInt(query) }
+            let insideWriteTransaction = try coordinator.sqlite.writer.withConnection { try $0.scalarInt(query) }
             let onReader = try coordinator.sqlite.readConnection { try $0.scalarInt(query) }
-            #expect(onWriter == 0 && onReader == Int64(size))
+            #expect(insideWriteTransaction == 0 && onReader == Int64(size))
         }
     }
 }

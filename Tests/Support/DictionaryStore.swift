@@ -107,7 +107,7 @@ package final class DictionaryStore: PersistentStore, @unchecked Sendable {
 
     // MARK: Upkeep
 
-    package func checkpoint() throws(StoreError) {}
+    package func settle() throws(StoreError) {}
 
     /// Every stored key within the keys handed out, versions at least 1, and every stored key of
     /// a to-one pointing at an object that exists (worded as the SQLite store words them).
@@ -140,7 +140,7 @@ package final class DictionaryStore: PersistentStore, @unchecked Sendable {
         return problems
     }
 
-    package var fileSizes: (store: Int64, log: Int64) { (0, 0) }
+    package var figures: [StoreFigure] { [] }
 }
 
 /// A group commit's transaction on a dictionary store: the session's state is the

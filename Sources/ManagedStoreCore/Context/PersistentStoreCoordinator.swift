@@ -42,16 +42,26 @@ public final class PersistentStoreCoordinator: Sendable {
         do { return try store.write(body) } catch { throw StoreError(wrapping: error) }
     }
 
-    /// Copies every committed change into the store's main file and empties its log, waiting
-    /// (up to 10 s) for readers still using it [a checkpoint]. A store file copied after this
-    /// holds everything, without its `-wal`. An in-memory store has nothing to do.
-    public func checkpoint() throws(StoreError) { try store.checkpoint() }
+    /// Folds whatever the store keeps beside its main form into it, so that the main form alone
+    /// holds every commit: the SQLite store copies its WAL into the database file and empties
+    /// it, waiting (up to 10 s) for readers still using it, so that a store file copied after
+    /// this holds everything without its `-wal`. Nothing to do in memory or on PostgreSQL.
+    public func settle() throws(StoreError) { try store.settle() }
 
-    /// The size of the store's `-wal` file in bytes (0 when there is none, or in memory).
-    public var walSize: Int64 { store.fileSizes.log }
+    /// What the store says of itself (its sizes, its log), for health checks and metrics.
+    public var storeFigures: [StoreFigure] { store.figures }
 
-    /// The size of the store's database file in bytes, without its WAL (0 in memory).
-    public var storeSize: Int64 { store.fileSizes.store }
+    /// The SQLite store's checkpoint, by its old name.
+    @available(*, deprecated, renamed: "settle()")
+    public func checkpoint() throws(StoreError) { try settle() }
+
+    /// The size of the SQLite store's `-wal` file in bytes (0 when there is none, in memory or
+    /// on PostgreSQL).
+    public var walSize: Int64 { store.figures.first { $0.metric == "wal_bytes" }?.value ?? 0 }
+
+    /// The size of the store's data in bytes: an SQLite database file without its WAL (0 in
+    /// memory), a PostgreSQL schema's tables and indexes.
+    public var storeSize: Int64 { store.figures.first { $0.metric == "store_bytes" }?.value ?? 0 }
 
     /// How long reads have waited for one of the store's readers so far (a read of an
     /// in-memory store goes through the writer, and is not counted).

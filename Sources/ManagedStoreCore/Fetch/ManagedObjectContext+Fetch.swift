@@ -234,7 +234,7 @@ extension ManagedObjectContext {
 
     /// The store fetch of `prepared`'s window, with this context's plan tuning.
     func storeFetch(_ prepared: PreparedFetch, limit: Int, offset: Int) -> StoreFetch {
-        StoreFetch(prepared, limit: limit, offset: offset, tuning: fetchTuning, onWriter: readsThroughWriter)
+        StoreFetch(prepared, limit: limit, offset: offset, tuning: fetchTuning, insideWriteTransaction: readsThroughWriter)
     }
 
     /// `body` on a read session of the store (in this context's snapshot, if it has one).

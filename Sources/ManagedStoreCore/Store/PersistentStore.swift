@@ -18,70 +18,107 @@ import Foundation
 /// - Keys handed out by `allocateKeys` (and the keys of inserted objects) are never handed out
 ///   again, even after the objects are deleted.
 package protocol PersistentStore: AnyObject, Sendable {
-    /// The UUID recorded in the store when it was created; part of every object ID.
+    /// Object IDs: the UUID recorded in the store when it was created, part of every ID.
     var identifier: UUID { get }
+    /// The coordinator's model: the one the store was opened (and migrated) for.
     var model: ManagedObjectModel { get }
-    /// How the store was opened: its location and options (history, key lifetimes).
+    /// Saves and expiry read its options: how the store was opened (location, history, key lifetimes).
     var storeDescription: StoreDescription { get }
-    /// What opening the store changed in it (empty when it matched, or was created).
+    /// The coordinator reports it (`appliedMigration`): what opening the store changed in it
+    /// (empty when it matched, or was created).
     var appliedMigration: MigrationPlan { get }
 
     // MARK: Reading
 
-    /// Runs `body` in one read session on the latest committed state. With `throughWriter`,
-    /// the session is on the writer's side of the store (it waits for a write in progress).
+    /// Every context's reads: one read session on the latest committed state. With
+    /// `throughWriter`, the session is on the writer's side of the store (it waits for a write
+    /// in progress): a context that reads what its own group commit wrote.
     func read<T>(throughWriter: Bool, _ body: (any StoreReadSession) throws -> T) throws -> T
-    /// How many readers the store lends at once (`withPooledReader`).
+    /// The coordinator's pool of read contexts, one per reader: how many readers the store lends at once.
     var readerCount: Int { get }
-    /// Lends one of the store's readers, numbered `0..<readerCount`, with a session on the
-    /// latest committed state; waits while every reader is lent out. A reader is lent to one
-    /// caller at a time, so whatever the caller keeps per reader number is its own.
+    /// Pooled read contexts: lends one of the store's readers, numbered `0..<readerCount`, with
+    /// a session on the latest committed state; waits while every reader is lent out. A reader
+    /// is lent to one caller at a time, so whatever the caller keeps per reader number is its own.
     func withPooledReader<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T
-    /// A snapshot that begins at its first read and stays on that state; nil when the store
-    /// keeps no older states.
+    /// Query generations and asynchronous fetches: a snapshot that begins at its first read and
+    /// stays on that state; nil when the store keeps no older states.
     func makeSnapshot() -> (any StoreSnapshot)?
-    /// How long reads have waited for a reader so far.
+    /// The coordinator's metrics: how long reads have waited for a reader so far.
     var readerWaitHistogram: Histogram { get }
 
     // MARK: Writing
 
-    /// Runs `body` in one write transaction, and commits; nothing of it is kept if it throws.
+    /// A context's save, batch requests, pruning: runs `body` in one write transaction, and
+    /// commits; nothing of it is kept if it throws.
     func write<T>(_ body: (any StoreWriteSession) throws -> T) throws -> T
-    /// Begins one write transaction, runs `body` with it (where savepoints are taken), and
-    /// commits it if it is still intact when `body` returns; rolls back if `body` throws.
-    /// Writes of other threads wait for it to end.
+    /// The write queue's group commit: begins one write transaction, runs `body` with it (where
+    /// savepoints are taken), and commits it if it is still intact when `body` returns; rolls
+    /// back if `body` throws. Writes of other threads wait for it to end.
     func performGroupCommit<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
-    /// How many write transactions have committed since the store was opened.
+    /// Query generations and the coordinator's metrics: how many write transactions have
+    /// committed since the store was opened.
     var commitCount: Int { get }
-    /// Calls `observer` after every commit, on the committing thread.
+    /// Change notifications across stores' processes (and the change feed's long-polls): calls
+    /// `observer` after every commit, on the committing thread.
     func addCommitObserver(_ observer: @escaping @Sendable () -> Void)
 
     // MARK: Upkeep
 
-    /// Makes what is committed durable in the store's main file (a checkpoint); nothing to do
-    /// for a store without one.
-    func checkpoint() throws(StoreError)
-    /// The problems found in the store's own consistency checks; empty when there are none.
+    /// Before a process stops, or a store's files are copied: whatever the store keeps beside
+    /// its main form is folded into it, so that the main form alone holds every commit (the
+    /// SQLite store empties its WAL into the database file); nothing to do for most stores.
+    func settle() throws(StoreError)
+    /// `managedstore check`: the problems found in the store's own consistency checks; empty
+    /// when there are none.
     func checkIntegrity() throws -> [String]
-    /// The bytes the store's main file and its log take (0 when there are none).
-    var fileSizes: (store: Int64, log: Int64) { get }
+    /// Health checks and metrics: what the store says of itself (its sizes, its log), each
+    /// figure in its own words; the server reports them without knowing the store.
+    var figures: [StoreFigure] { get }
+}
+
+/// One figure a store reports about itself, for `/v1/healthz` and `/v1/metrics`.
+public struct StoreFigure: Sendable, Equatable {
+    /// The metric's name after `managedstore_` (`wal_bytes`).
+    public let metric: String
+    /// The key it has in `/v1/healthz`'s answer (`walBytes`); nil when it is in the metrics only.
+    public let healthKey: String?
+    /// The metric's help text.
+    public let help: String
+    public let value: Int64
+
+    public init(metric: String, healthKey: String? = nil, help: String, value: Int64) {
+        self.metric = metric
+        self.healthKey = healthKey
+        self.help = help
+        self.value = value
+    }
 }
 
 /// What a save writes through, inside one transaction of the store: a read session on the
 /// transaction's own state (it sees what the transaction wrote so far) that also writes
-/// [NSIncrementalStore's execute(_:with:) for a save request, and obtainPermanentIDs].
-package protocol StoreWriteSession: StoreReadSession {
-    /// Writes a change set after checking what only the store can check (base versions,
-    /// references, uniqueness), all or nothing: a refusal leaves the transaction as it was
-    /// only if the caller rolls back its savepoint, which `GroupCommit` and `write` do.
+/// [NSIncrementalStore's execute(_:with:) for a save request, and obtainPermanentIDs], prunes
+/// the history and keeps idempotency records.
+package protocol StoreWriteSession: StoreReadSession, StoreHistoryPruning, StoreIdempotencyWriting {
+    /// A save: writes a change set after checking what only the store can check (base
+    /// versions, references, uniqueness), all or nothing: a refusal leaves the transaction as
+    /// it was only if the caller rolls back its savepoint, which `GroupCommit` and `write` do.
     func write(_ changes: ChangeSet) throws(ChangeSetRejection) -> WrittenChanges
-    /// Reserves `count` keys for new objects of `entity`; returns the first.
+    /// Permanent IDs [obtainPermanentIDs]: reserves `count` keys for new objects of `entity`;
+    /// returns the first.
     func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64
+}
+
+/// Pruning the persistent history [NSPersistentHistoryChangeRequest.deleteHistory(before:)].
+package protocol StoreHistoryPruning: AnyObject {
     /// Deletes the recorded saves before `token`; returns how many.
     func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int
-    /// Keeps `record` with the transaction's writes (replacing an expired one of its key).
+}
+
+/// Keeping and expiring the records of saves made under an idempotency key.
+package protocol StoreIdempotencyWriting: AnyObject {
+    /// A keyed save: keeps `record` with the transaction's writes (replacing an expired one of its key).
     func storeIdempotencyRecord(_ record: IdempotencyRecord) throws(StoreError)
-    /// Deletes at most `limit` records created before `cutoff`, oldest first; returns how many.
+    /// Expiry: deletes at most `limit` records created before `cutoff`, oldest first; returns how many.
     func deleteIdempotencyRecords(createdBefore cutoff: Date, limit: Int) throws(StoreError) -> Int
 }
 
@@ -96,11 +133,13 @@ package protocol StoreWriteSession: StoreReadSession {
 package protocol StoreTransaction: AnyObject {
     /// The session the group's saves write through.
     var session: any StoreWriteSession { get }
-    /// False once the transaction has been rolled back (by the store, or by `rollBack`).
+    /// How the group learns the store undid its work (a full disk): false once the transaction
+    /// has been rolled back (by the store, or by `rollBack`).
     var isIntact: Bool { get }
-    /// Begins a new transaction after the last one ended; does nothing while it is intact.
+    /// The group's remaining saves go on: begins a new transaction after the last one ended;
+    /// does nothing while it is intact.
     func restart() throws(StoreError)
-    /// Rolls the transaction back now.
+    /// A group that cannot finish: rolls the transaction back now.
     func rollBack()
     /// Runs `body` in a savepoint: its writes are kept when it returns, rolled back alone when
     /// it throws. The one place savepoints begin, are released and are rolled back.

@@ -181,7 +181,7 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     // MARK: Upkeep
 
     /// PostgreSQL keeps its own log and checkpoints: nothing to do.
-    package func checkpoint() throws(StoreError) {}
+    package func settle() throws(StoreError) {}
 
     /// Stored keys within the keys handed out, versions at least 1, every stored to-one key and
     /// link naming an object that exists (worded as the SQLite store words them).
@@ -222,14 +222,15 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         }
     }
 
-    /// The bytes the store's tables and their indexes take in the database; no log of its own.
-    package var fileSizes: (store: Int64, log: Int64) {
+    /// The bytes the store's tables and their indexes take in the database. No log of its own:
+    /// PostgreSQL's WAL is the database server's, watched with the server's own tools.
+    package var figures: [StoreFigure] {
         let size = try? withReadConnection { connection in
             try connection.execute("""
                 SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = current_schema() AND c.relkind = 'r'
                 """).int64(0, 0) ?? 0
         }
-        return (size ?? 0, 0)
+        return [StoreFigure(metric: "store_bytes", help: "Size of the store's tables and their indexes in the database.", value: size ?? 0)]
     }
 }

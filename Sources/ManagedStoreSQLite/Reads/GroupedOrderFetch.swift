@@ -28,7 +28,7 @@ extension SQLiteFetch {
     var groupedOrderSort: (ResolvedSort, AttributeType)? {
         guard fetch.tuning.groupedOrderBudget > 0, prepared.sorts.count == 1, let sort = prepared.sorts.first, sort.options.isEmpty,
               sort.keyPath.steps.isEmpty, case .attribute(_, let index) = sort.keyPath.terminal,
-              fetch.limit > 0, fetch.offset == 0, !fetch.onWriter else { return nil }
+              fetch.limit > 0, fetch.offset == 0, !fetch.insideWriteTransaction else { return nil }
         let type = prepared.entity.attributes[index].type
         switch type {
         case .integer16, .integer32, .integer64, .boolean, .double, .float, .date, .string: return (sort, type)

@@ -19,7 +19,7 @@ extension SQLiteFetch {
     /// (The scan's budget, `FetchTuning.keyOrderScanBudget`, is about a thousand rows of a
     /// simple predicate: what a fetch whose matches are rare pays before its index plan takes over.)
     var fetchesInKeyOrder: Bool {
-        prepared.sorts.isEmpty && prepared.predicate != nil && fetch.limit > 0 && fetch.offset == 0 && !fetch.onWriter
+        prepared.sorts.isEmpty && prepared.predicate != nil && fetch.limit > 0 && fetch.offset == 0 && !fetch.insideWriteTransaction
     }
 
     /// The rows of the fetch (ordered by key, at most its limit), read with `read`; `key` gives

@@ -152,7 +152,7 @@ extension SQLiteConnection: StoreReadSession {
         let model = self.model!, store = storeIdentifier!
         let names = aggregate.columns.map(\.name)
         let types = aggregate.columns.map(\.type)
-        let fetch = StoreFetch(aggregate.fetch, limit: 0, offset: 0, tuning: FetchTuning(), onWriter: false)
+        let fetch = StoreFetch(aggregate.fetch, limit: 0, offset: 0, tuning: FetchTuning(), insideWriteTransaction: false)
         do throws(FetchError) {
             let groups = try SQLiteFetch(self, fetch).run(sql, bindings) { statement in
                 types.enumerated().map { i, type in statement.propertyValue(Int32(i), as: type, model: model, storeIdentifier: store) }

@@ -183,6 +183,11 @@ package final class SQLiteStore: PersistentStore {
 
     // MARK: Upkeep
 
+    /// Settling is a checkpoint: every committed change copied from the WAL into the database
+    /// file and the WAL emptied, waiting as long as a busy store is waited for (up to 10 s) for
+    /// readers still using it.
+    package func settle() throws(StoreError) { try checkpoint() }
+
     /// Copies every committed change from the WAL into the database file and empties the WAL,
     /// waiting as long as a busy store is waited for (up to 10 s) for readers still using it.
     package func checkpoint() throws(StoreError) {
@@ -198,7 +203,12 @@ package final class SQLiteStore: PersistentStore {
         guard emptied else { throw .busy("readers kept using the WAL; the checkpoint could not empty it") }
     }
 
-    package var fileSizes: (store: Int64, log: Int64) { (fileSize(suffix: ""), fileSize(suffix: "-wal")) }
+    /// The database file's size and its WAL's (0 in memory), as `/v1/metrics` has always named
+    /// them; the WAL's is in `/v1/healthz` too.
+    package var figures: [StoreFigure] {
+        [StoreFigure(metric: "store_bytes", help: "Size of the store's database file.", value: fileSize(suffix: "")),
+         StoreFigure(metric: "wal_bytes", healthKey: "walBytes", help: "Size of the store's write-ahead log.", value: fileSize(suffix: "-wal"))]
+    }
 
     private func fileSize(suffix: String) -> Int64 {
         guard case .file(let url) = storeDescription.location else { return 0 }

@@ -20,9 +20,11 @@ extension ManagedStoreService {
             return .respond(.json(200, model.jsonValue.serialized().utf8Array))
         case ("GET", 1, "healthz"):
             let (requests, batches) = writes.counters
+            // The store's own figures that belong here (the SQLite store's WAL size), by their keys.
+            let figures = coordinator.storeFigures.compactMap { figure in figure.healthKey.map { ($0, JSONValue.number(String(figure.value))) } }
             let body = JSONValue.object([("status", .string("ok")), ("writeRequests", .number(String(requests))),
-                                         ("writeTransactions", .number(String(batches))), ("commits", .number(String(coordinator.commitCount))),
-                                         ("walBytes", .number(String(coordinator.walSize)))])
+                                         ("writeTransactions", .number(String(batches))), ("commits", .number(String(coordinator.commitCount)))]
+                                        + figures)
             return .respond(.json(200, body.serialized().utf8Array))
         case ("GET", 1, "readyz"):
             guard ready.value else { throw Problem.unavailable("the store is not ready") }

@@ -45,10 +45,11 @@ extension ManagedStoreService {
         }
         text.family("managedstore_read_pool_wait_seconds", "histogram", "Time reads waited for a reader of the store's pool.")
         text.histogram("managedstore_read_pool_wait_seconds", coordinator.readerWaitHistogram)
-        text.family("managedstore_store_bytes", "gauge", "Size of the store's database file.")
-        text.sample("managedstore_store_bytes", Double(coordinator.storeSize))
-        text.family("managedstore_wal_bytes", "gauge", "Size of the store's write-ahead log.")
-        text.sample("managedstore_wal_bytes", Double(coordinator.walSize))
+        // The store's own figures, each a gauge in its words (the SQLite store: its file and WAL).
+        for figure in coordinator.storeFigures {
+            text.family("managedstore_" + figure.metric, "gauge", figure.help)
+            text.sample("managedstore_" + figure.metric, Double(figure.value))
+        }
         if let transactions = try? coordinator.historyTransactionCount() {
             text.family("managedstore_history_transactions", "gauge", "Saves the persistent history holds.")
             text.sample("managedstore_history_transactions", Double(transactions))
