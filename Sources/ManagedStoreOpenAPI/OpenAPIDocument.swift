@@ -1411,11 +1411,11 @@ enum OpenAPIDocument {
           },
           "commits": {
            "type": "integer",
-           "description": "SQLite COMMITs since start."
+           "description": "Transactions the store committed since start."
           },
           "walBytes": {
            "type": "integer",
-           "description": "The size of the store's -wal file in bytes (0 in memory)."
+           "description": "An SQLite store's: the size of its -wal file in bytes (0 in memory). Absent on PostgreSQL, whose WAL is the database server's."
           }
          }
         }
@@ -1465,7 +1465,7 @@ enum OpenAPIDocument {
     ],
     "operationId": "metrics",
     "summary": "Prometheus metrics (text format 0.0.4); scope admin.",
-    "description": "Families: managedstore_http_requests_total{route,method,status},\nmanagedstore_http_request_duration_seconds (histogram, by route),\nmanagedstore_write_queue_depth, managedstore_commit_group_size (histogram),\nmanagedstore_commits_total, managedstore_conflicts_total{policy,resolved},\nmanagedstore_read_pool_wait_seconds (histogram), managedstore_store_bytes,\nmanagedstore_wal_bytes, managedstore_history_transactions,\nmanagedstore_connections_open, managedstore_connections_limit{scope} (`total`,\n`per_client`), managedstore_connections_refused_total{reason} (`per_client`, `total`,\n`stopping`), managedstore_connections_closed_total{reason} (`header_timeout`,\n`idle_timeout`, `body_timeout`, `made_room`),\nprocess_resident_memory_bytes, process_start_time_seconds. `route` is the path's\ntemplate (`/v1/objects/{entity}/{pk}`, or `unmatched`), `method` one of the HTTP\nmethods or `other`, `status` the status sent or `none` (closed without an answer):\nlabels never hold a raw path, an object key or a predicate.\n",
+    "description": "Families: managedstore_http_requests_total{route,method,status},\nmanagedstore_http_request_duration_seconds (histogram, by route),\nmanagedstore_write_queue_depth, managedstore_commit_group_size (histogram),\nmanagedstore_commits_total, managedstore_conflicts_total{policy,resolved},\nmanagedstore_read_pool_wait_seconds (histogram), managedstore_store_bytes (an SQLite\nstore's file; a PostgreSQL store's tables and indexes), managedstore_wal_bytes (an\nSQLite store's only: PostgreSQL's WAL is the database server's),\nmanagedstore_history_transactions,\nmanagedstore_connections_open, managedstore_connections_limit{scope} (`total`,\n`per_client`), managedstore_connections_refused_total{reason} (`per_client`, `total`,\n`stopping`), managedstore_connections_closed_total{reason} (`header_timeout`,\n`idle_timeout`, `body_timeout`, `made_room`),\nprocess_resident_memory_bytes, process_start_time_seconds. `route` is the path's\ntemplate (`/v1/objects/{entity}/{pk}`, or `unmatched`), `method` one of the HTTP\nmethods or `other`, `status` the status sent or `none` (closed without an answer):\nlabels never hold a raw path, an object key or a predicate.\n",
     "responses": {
      "200": {
       "description": "The metrics.",

@@ -216,22 +216,35 @@ struct ObservabilityTests {
         #expect(value("managedstore_write_queue_depth") == 0)
         #expect(value("managedstore_read_pool_wait_seconds_count").map { $0 >= 3 } == true, "each read borrowed a reader")
         #expect(try #require(value("managedstore_store_bytes")) > 0)
-        // The store's own figures: the SQLite store's WAL, none on PostgreSQL (whose WAL is the
-        // database server's).
-        #expect((value("managedstore_wal_bytes") != nil) == !PostgresTestDatabase.isActive)
+        #expect(value("managedstore_wal_bytes") != nil)
         #expect(value("managedstore_history_transactions") == 7, "one recorded save per write that wrote")
         #expect(try #require(value("process_resident_memory_bytes")) > 1_000_000)
         let start = try #require(value("process_start_time_seconds"))
         #expect(abs(start - Date().timeIntervalSince1970) < 3600 * 24, "a plausible start: \(start)")
         for family in ["managedstore_http_requests_total", "managedstore_http_request_duration_seconds", "managedstore_write_queue_depth",
                        "managedstore_commit_group_size", "managedstore_commits_total", "managedstore_conflicts_total",
-                       "managedstore_read_pool_wait_seconds", "managedstore_store_bytes",
+                       "managedstore_read_pool_wait_seconds", "managedstore_store_bytes", "managedstore_wal_bytes",
                        "managedstore_history_transactions", "managedstore_connections_open", "managedstore_connections_limit",
                        "managedstore_connections_refused_total", "managedstore_connections_closed_total",
                        "process_resident_memory_bytes", "process_start_time_seconds"] {
             #expect(text.contains("# TYPE \(family) "), "\(family) is declared")
         }
         #expect(!text.contains("918273645") && !text.contains("Task/"), "labels hold templates, never keys")
+    }
+
+    @Test("The store's own figures in /v1/healthz and /v1/metrics: an SQLite store's file and WAL; on PostgreSQL its tables, and no WAL")
+    func storeFigures() throws {
+        let (server, _) = try Self.server()  // in memory: a PostgreSQL schema on PostgreSQL runs
+        let metrics = try server.request("GET", "/v1/metrics").text
+        let health = try #require(try server.request("GET", "/v1/healthz").json)
+        #expect(metrics.contains("# TYPE managedstore_store_bytes gauge"))
+        if PostgresTestDatabase.isActive {
+            #expect(!metrics.contains("managedstore_wal_bytes"), "PostgreSQL's WAL is the database server's")
+            #expect(health["walBytes"] == nil)
+        } else {
+            #expect(metrics.contains("managedstore_wal_bytes 0"))
+            #expect(health["walBytes"] as? Int == 0)
+        }
     }
 
     // MARK: Start-up
