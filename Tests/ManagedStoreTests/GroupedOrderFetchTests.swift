@@ -47,29 +47,42 @@ struct GroupedOrderFetchTests {
         return result
     }
 
-    @Test("every page and every cursor gives what the plain statement gives", arguments: [ManagedObjectContext.defaultGroupedOrderBudget, 2, 1])
+    @Test("every page and every cursor gives what the plain statement gives", arguments: [SQLitePlanOptions.defaultGroupedOrderBudget, 2, 1])
     func pagesMatchThePlainStatement(budget: Int) throws {
         let (store, container) = try Self.seeded()
         defer { withExtendedLifetime(store) {} }
         let walked = container.newBackgroundContext(name: "walked"), plain = container.newBackgroundContext(name: "plain")
-        walked.performAndWait { walked.groupedOrderBudget = budget }
-        plain.performAndWait { plain.groupedOrderBudget = 0 }
+        // The budget is the store's: the plain path (0) and the walk take turns, one fetch at a time.
+        let options = container.coordinator.sqlite.planOptions
+        var plainWalks = 0, walks = 0
+        func onPlainPath<T>(_ body: () throws -> T) rethrows -> T {
+            options.groupedOrderBudget = 0
+            let before = options.groupedOrderWalks
+            defer { plainWalks += options.groupedOrderWalks - before }
+            return try body()
+        }
+        func walking<T>(_ body: () throws -> T) rethrows -> T {
+            options.groupedOrderBudget = budget
+            let before = options.groupedOrderWalks
+            defer { walks += options.groupedOrderWalks - before }
+            return try body()
+        }
         for format in Self.predicates {
             for sort in Self.sorts {
                 for limit in [1, 7, 20, 700] {
                     let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format), sortDescriptors: sort, fetchLimit: limit)
-                    let expected = try plain.performAndWait { try Self.pages(plain, request) }
-                    let got = try walked.performAndWait { try Self.pages(walked, request) }
+                    let expected = try onPlainPath { try plain.performAndWait { try Self.pages(plain, request) } }
+                    let got = try walking { try walked.performAndWait { try Self.pages(walked, request) } }
                     #expect(got == expected, "\(format) sorted \(sort.map { ($0.ascending ? "+" : "-") + $0.keyPath }) limit \(limit), budget \(budget)")
-                    let ids = try walked.performAndWait { try walked.fetchObjectIDs(request) }
+                    let ids = try walking { try walked.performAndWait { try walked.fetchObjectIDs(request) } }
                     #expect(ids == expected.first, "IDs, \(format) limit \(limit)")
                 }
             }
         }
         // The walk ran (a descending sort over the (done, priority) index sorts groups), and the
-        // plain context never walked.
-        #expect(walked.performAndWait { walked.groupedOrderWalks } > 0)
-        #expect(plain.performAndWait { plain.groupedOrderWalks } == 0)
+        // plain path never walked.
+        #expect(walks > 0)
+        #expect(plainWalks == 0)
     }
 
     @Test("the plain statement's plan sorts each group descending, and not ascending")
@@ -77,9 +90,9 @@ struct GroupedOrderFetchTests {
         let (store, container) = try Self.seeded()
         defer { withExtendedLifetime(store) {} }
         let reader = container.newBackgroundContext()
+        container.coordinator.sqlite.planOptions.groupedOrderBudget = 0
         let sorts = try reader.performAndWait {
-            reader.groupedOrderBudget = 0
-            return try Self.sorts.map { sort in
+            try Self.sorts.map { sort in
                 let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "done == NO"), sortDescriptors: sort, fetchLimit: 20)
                 let (sql, _) = try reader.compiledSQL(for: request)
                 return try container.coordinator.sqlite.readConnection { try $0.sortsRightPartOfOrderBy(sql) }

@@ -42,13 +42,14 @@ struct KeyOrderedFetchTests {
     ]
 
     @Test("every page equals the start of the unlimited fetch, with and without a cursor, objects and IDs",
-          arguments: [ManagedObjectContext.defaultKeyOrderScanBudget, 300, 1])
+          arguments: [SQLitePlanOptions.defaultKeyOrderScanBudget, 300, 1])
     func pagesMatchTheUnlimitedFetch(budget: Int32) throws {
         let (store, container, ids) = try Self.seeded()
         defer { withExtendedLifetime(store) {} }
+        // Small budgets stop scans early, sooner or later in the pages.
+        container.coordinator.sqlite.planOptions.keyOrderScanBudget = budget
         let reader = container.newBackgroundContext(name: "reader")
         try reader.performAndWait {
-            reader.keyOrderScanBudget = budget  // small budgets stop scans early, sooner or later in the pages
             for format in Self.predicates {
                 let predicate = try ObjectPredicate(format: format)
                 let all = try reader.fetchObjectIDs(FetchRequest(entityName: "Task", predicate: predicate))
@@ -90,9 +91,9 @@ struct KeyOrderedFetchTests {
     func stoppedScanKeepsTheSnapshot() throws {
         let (store, container, ids) = try Self.seeded()
         defer { withExtendedLifetime(store) {} }
+        container.coordinator.sqlite.planOptions.keyOrderScanBudget = 300
         let reader = container.newBackgroundContext(name: "reader")
         try reader.performAndWait {
-            reader.keyOrderScanBudget = 300
             try reader.performInSnapshot {
                 let rare = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "priority >= 5 AND done == YES"), fetchLimit: 10)
                 #expect(try reader.fetchObjectIDs(rare) == [ids[2], ids[2999]])

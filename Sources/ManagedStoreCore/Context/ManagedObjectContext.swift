@@ -76,28 +76,12 @@ public final class ManagedObjectContext: @unchecked Sendable, CustomStringConver
     @exclusivity(unchecked) var pinnedGeneration: QueryGenerationToken?
     /// The knobs of the store's fetch plans for this context, and their counters.
     let fetchTuning = FetchTuning()
-    /// Rows a limited fetch in key order may scan before the store's own plan takes over;
-    /// tests lower it to reach that hand-over with little data.
-    var keyOrderScanBudget: Int32 {
-        get { fetchTuning.keyOrderScanBudget }
-        set { fetchTuning.keyOrderScanBudget = newValue }
-    }
     /// Whether a store may answer part of a predicate in its own query language (the
     /// PostgreSQL store's SQL); off, it evaluates every row in memory: the twin tests' plain path.
     var storeCompilesPredicates: Bool {
         get { fetchTuning.compilesPredicates }
         set { fetchTuning.compilesPredicates = newValue }
     }
-    /// Groups of equal sort values a limited descending fetch walks before the store's own plan
-    /// takes over; 0 never walks them (the twin tests' plain path).
-    var groupedOrderBudget: Int {
-        get { fetchTuning.groupedOrderBudget }
-        set { fetchTuning.groupedOrderBudget = newValue }
-    }
-    /// Fetches that walked groups: the twin tests check that the walk they compare ran.
-    var groupedOrderWalks: Int { fetchTuning.groupedOrderWalks }
-    static let defaultKeyOrderScanBudget = FetchTuning.defaultKeyOrderScanBudget
-    static let defaultGroupedOrderBudget = FetchTuning.defaultGroupedOrderBudget
 
     /// Who hears of this context's changes and saves (ContextNotification.swift).
     let observers = ContextObservers()

@@ -121,30 +121,16 @@ package struct StoreFetch {
     }
 }
 
-/// Knobs of a store's fetch plans, per context, and what they did: tests lower the budgets to
-/// reach the hand-overs with little data, and check that the plan they compare ran.
+/// What a context asks of every store's fetches: whether the store may answer part of a
+/// predicate in its own query language (false: the in-memory evaluator over every row, the twin
+/// tests' plain path). A store's own plans have budgets of their own (the SQLite store's
+/// `SQLitePlanOptions`).
 ///
 /// Not Sendable: it belongs to one context and is used on its queue.
 package final class FetchTuning {
-    /// Rows a limited fetch in key order may scan before the store's own plan takes over.
-    package var keyOrderScanBudget: Int32
-    /// Groups of equal sort values a limited descending fetch walks before the store's own plan
-    /// takes over; 0 never walks.
-    package var groupedOrderBudget: Int
-    /// Fetches that walked groups.
-    package var groupedOrderWalks = 0
-    /// Whether a store that answers part of a predicate in its query language may (false: the
-    /// in-memory evaluator over every row, the twin tests' plain path).
     package var compilesPredicates = true
 
-    static let defaultKeyOrderScanBudget: Int32 = 20_000
-    static let defaultGroupedOrderBudget = 8
-
-    package init(keyOrderScanBudget: Int32 = FetchTuning.defaultKeyOrderScanBudget,
-                 groupedOrderBudget: Int = FetchTuning.defaultGroupedOrderBudget) {
-        self.keyOrderScanBudget = keyOrderScanBudget
-        self.groupedOrderBudget = groupedOrderBudget
-    }
+    package init() {}
 }
 
 /// A snapshot of the store held open across calls: a pinned query generation, a long

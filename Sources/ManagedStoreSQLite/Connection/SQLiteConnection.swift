@@ -17,6 +17,8 @@ final class SQLiteConnection {
     private(set) var storeIdentifier: UUID!
     /// The tables of the model's entities, and their statements.
     private(set) var schema: SQLiteSchema!
+    /// The budgets of the store's fetch plans (the defaults for a connection of no store).
+    private(set) var planOptions = SQLitePlanOptions()
     // A connection is used by one thread at a time, and each access to a cache is a single
     // lookup or insertion that calls nothing back: accesses cannot overlap, so exclusivity
     // goes unchecked (the runtime check was on every statement's path).
@@ -24,10 +26,11 @@ final class SQLiteConnection {
     @exclusivity(unchecked) private var preparedCache: [ObjectIdentifier: (sql: PreparedSQL, statement: SQLiteStatement)] = [:]
 
     /// Makes the connection one of a store's: its reads compile against `model`.
-    func belong(to model: ManagedObjectModel, schema: SQLiteSchema, storeIdentifier: UUID) {
+    func belong(to model: ManagedObjectModel, schema: SQLiteSchema, storeIdentifier: UUID, planOptions: SQLitePlanOptions) {
         self.model = model
         self.schema = schema
         self.storeIdentifier = storeIdentifier
+        self.planOptions = planOptions
     }
 
     init(path: String, flags: Int32 = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) throws(StoreError) {

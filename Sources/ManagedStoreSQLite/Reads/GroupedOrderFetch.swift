@@ -24,9 +24,9 @@ extension SQLiteFetch {
     /// The sort `runGroupedOrder` would walk: one sort key, an attribute of the fetched entity
     /// of a type whose stored value reads back exactly, without folding options; a limit and no
     /// offset; not on the writer's connection (a stopped statement there would be inside a group
-    /// commit). The walk takes at most `FetchTuning.groupedOrderBudget` groups.
+    /// commit). The walk takes at most `SQLitePlanOptions.groupedOrderBudget` groups.
     var groupedOrderSort: (ResolvedSort, AttributeType)? {
-        guard fetch.tuning.groupedOrderBudget > 0, prepared.sorts.count == 1, let sort = prepared.sorts.first, sort.options.isEmpty,
+        guard connection.planOptions.groupedOrderBudget > 0, prepared.sorts.count == 1, let sort = prepared.sorts.first, sort.options.isEmpty,
               sort.keyPath.steps.isEmpty, case .attribute(_, let index) = sort.keyPath.terminal,
               fetch.limit > 0, fetch.offset == 0, !fetch.insideWriteTransaction else { return nil }
         let type = prepared.entity.attributes[index].type
@@ -50,7 +50,7 @@ extension SQLiteFetch {
             throw Self.fetchError(error, sql: plainSQL, prepared: prepared, limits: prepared.limits())
         }
         guard sortsGroups else { return nil }
-        fetch.tuning.groupedOrderWalks += 1
+        connection.planOptions.noteGroupedOrderWalk()
 
         var query = SQLQueryBuilder(model: model, root: prepared.entity, tables: connection.schema)
         let condition = prepared.predicate.map { query.condition($0) } ?? "1"
@@ -76,7 +76,7 @@ extension SQLiteFetch {
         let nullGroupSQL = "SELECT \(columns) FROM \(from) WHERE (\(filter)) AND \(value) IS NULL AND t0.\"_pk\" > ?\(next) "
             + "ORDER BY t0.\"_pk\" LIMIT ?\(next + 1)"
         let limits = prepared.limits()
-        let budget = fetch.tuning.groupedOrderBudget
+        let budget = connection.planOptions.groupedOrderBudget
         let connection = self.connection, prepared = self.prepared
 
         do {

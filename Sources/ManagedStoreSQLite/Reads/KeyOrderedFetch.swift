@@ -16,7 +16,7 @@ extension SQLiteFetch {
     /// Whether `runKeyOrdered` applies: ordered by key alone, a limit and no offset, and a
     /// predicate (without one, SQLite already scans in key order and stops at the limit). Not
     /// on the writer's connection: a stopped statement there would be inside a group commit.
-    /// (The scan's budget, `FetchTuning.keyOrderScanBudget`, is about a thousand rows of a
+    /// (The scan's budget, `SQLitePlanOptions.keyOrderScanBudget`, is about a thousand rows of a
     /// simple predicate: what a fetch whose matches are rare pays before its index plan takes over.)
     var fetchesInKeyOrder: Bool {
         prepared.sorts.isEmpty && prepared.predicate != nil && fetch.limit > 0 && fetch.offset == 0 && !fetch.insideWriteTransaction
@@ -44,7 +44,7 @@ extension SQLiteFetch {
         // stepping stops once the page is full.
         let restSQL = "SELECT \(columns) FROM \(query.fromClause) WHERE (\(condition)) AND t0.\"_pk\" > ?\(bindings.count + 1) "
             + "ORDER BY \(order) LIMIT \(limit)"
-        let scanLimits = prepared.limits(steps: fetch.tuning.keyOrderScanBudget)
+        let scanLimits = prepared.limits(steps: connection.planOptions.keyOrderScanBudget)
         let restLimits = prepared.limits()
         let connection = self.connection
         do {

@@ -17,6 +17,8 @@ package final class SQLiteStore: PersistentStore {
     package let appliedMigration: MigrationPlan
     /// The tables of the model's entities, shared by every connection.
     let schema: SQLiteSchema
+    /// The budgets of its fetch plans, shared by its connections (tests lower them).
+    package let planOptions = SQLitePlanOptions()
 
     let writer: SerializedConnection
     /// The one pool of readers. An in-memory store's readers have no connection (its one
@@ -60,13 +62,13 @@ package final class SQLiteStore: PersistentStore {
             connection, model: model, path: path, infersMigration: description.shouldInferMappingModelAutomatically)
         let schema = SQLiteSchema(model)
         self.schema = schema
-        connection.belong(to: model, schema: schema, storeIdentifier: identifier)
+        connection.belong(to: model, schema: schema, storeIdentifier: identifier, planOptions: planOptions)
         self.writer = SerializedConnection(connection)
         var readers: [SQLiteConnection?] = []
         for _ in 0..<description.readerCount {
             guard description.location != .inMemory else { readers.append(nil); continue }
             let reader = try Self.openReader(path: path, description: description)
-            reader.belong(to: model, schema: schema, storeIdentifier: identifier)
+            reader.belong(to: model, schema: schema, storeIdentifier: identifier, planOptions: planOptions)
             readers.append(reader)
         }
         self.readers = ReaderPool(readers)
@@ -83,7 +85,7 @@ package final class SQLiteStore: PersistentStore {
     func openReader() throws(StoreError) -> SQLiteConnection {
         guard case .file(let url) = storeDescription.location else { throw .cannotOpen(path: ":memory:", message: "no file to read") }
         let reader = try Self.openReader(path: url.path, description: storeDescription)
-        reader.belong(to: model, schema: schema, storeIdentifier: identifier)
+        reader.belong(to: model, schema: schema, storeIdentifier: identifier, planOptions: planOptions)
         return reader
     }
 
