@@ -190,7 +190,7 @@ struct ConnectionLimitTests {
         let stillOpen = flood.filter { !$0.isClosedByServer }.count
         #expect(stillOpen < 40, "\(stillOpen) of the flood's connections still open")
         // The newest of the flood are the ones kept: the oldest made room.
-        #expect(!flood.first!.isClosedByServer == false)
+        #expect(flood.first!.isClosedByServer, "the oldest connection made room")
         let madeRoom = try #require(try Self.metric(server, "managedstore_connections_closed_total{reason=\"made_room\"}"))
         #expect(madeRoom >= 160)
         #expect(try Self.metric(server, "managedstore_connections_open").map { $0 <= 40 } == true)
