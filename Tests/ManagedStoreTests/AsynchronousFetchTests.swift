@@ -145,23 +145,18 @@ struct AsynchronousFetchTests {
         let (store, container) = try Self.container(tasks: 50)
         defer { withExtendedLifetime(store) {} }  // the store's folder goes with it
         let context = container.newBackgroundContext()
-        // Heard without blocking a thread of the test's pool: with every pool thread blocked in
-        // other tests (two, on two cores, under ThreadSanitizer), a blocking wait here started
-        // too late, the fetch's own wait ran out, and the fetch finished uncancelled.
-        let (firstPage, firstPageSeen) = AsyncStream<Void>.makeStream()
-        let cancelled = DispatchSemaphore(value: 0)
+        // The task is cancelled from the first page's progress, on the context's queue, before
+        // the next page. (Cancelled from the test's own task, it once was not in time: with the
+        // pool's two threads busy in other tests, the test's task was not resumed for a minute,
+        // and the fetch went on to its end.)
+        let cancelling = TaskCanceller()
         let task = Task { () async throws(FetchError) -> [ManagedObjectID] in
             try await context.fetchObjectIDs(AsynchronousFetchRequest(FetchRequest(entityName: "Task"), pageSize: 10)) { progress in
                 guard progress.completedCount == 10 else { return }
-                firstPageSeen.yield()
-                // On the context's queue, not the pool: the task is cancelled before the next page.
-                _ = cancelled.wait(timeout: .now() + 60)
+                cancelling.cancelWhenKnown()
             }
         }
-        var pages = firstPage.makeAsyncIterator()
-        _ = await pages.next()
-        task.cancel()
-        cancelled.signal()
+        cancelling.know { task.cancel() }
         do {
             let ids = try await task.value
             Issue.record("the fetch ended with \(ids.count) IDs instead of being cancelled")
@@ -205,5 +200,25 @@ struct AsynchronousFetchTests {
         await #expect(throws: FetchError.self) {
             try await context.fetchObjectIDs(AsynchronousFetchRequest(FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "nope == 1"))))
         }
+    }
+}
+
+/// Cancels a task from another thread once the task is known: `cancelWhenKnown` waits (on its
+/// own thread, not the test's pool) until `know` has said how.
+///
+/// `@unchecked Sendable`: `cancel` is written once, before `known` is signalled, and read only
+/// after waiting for that signal.
+private final class TaskCanceller: @unchecked Sendable {
+    private var cancel: (@Sendable () -> Void)?
+    private let known = DispatchSemaphore(value: 0)
+
+    func know(_ cancel: @escaping @Sendable () -> Void) {
+        self.cancel = cancel
+        known.signal()
+    }
+
+    func cancelWhenKnown() {
+        known.wait()
+        cancel?()
     }
 }
