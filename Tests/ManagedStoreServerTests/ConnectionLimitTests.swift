@@ -60,6 +60,8 @@ struct ConnectionLimitTests {
 
         // The flood: as many connections as 127.0.0.2 can open for 3 s (at most 20,000), kept
         // open; those the server closes are counted refused.
+        // `@unchecked Sendable`: written by the flooding thread only, read by the test after
+        // `floodEnded` (the semaphore orders the two).
         final class FloodResult: @unchecked Sendable {
             var held = 0, refused = 0, attempts = 0
             var open: [LoopbackSocket] = []  // kept open until the test ends
@@ -119,6 +121,7 @@ struct ConnectionLimitTests {
             #expect(socket.send("GET /v1/healthz HTTP/1.1\r\n"))
             slow.append((socket, Date(), nil))
         }
+        // `@unchecked Sendable`: written by the probing thread only, read after `probeEnded`.
         final class Probed: @unchecked Sendable { var probe = Probe() }
         let probed = Probed()
         let probeEnded = DispatchSemaphore(value: 0)

@@ -13,20 +13,7 @@ struct ServerLayerTests {
         let source = folder.url.appendingPathComponent("server.swift")
         let imports = ["ManagedStoreCore", "ManagedStoreHTTP", "ManagedStoreOpenAPI", "ManagedStoreServer"].map { "import \($0)\n" }.joined()
         try Data((imports + code).utf8).write(to: source)
-        let root = TypedGenerationTests.root
-        let modules = try ServerProcess.executable.deletingLastPathComponent().appendingPathComponent("Modules").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules]
-            + ["CSQLite", "CPostgreSQL", "CMicroHTTPD", "CCrypto"].flatMap { ["-I", root.appendingPathComponent("Sources/\($0)").path] }
-            + ["-Xcc", "-I/usr/include/postgresql", source.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        return try SwiftTypecheck.run([source.path])
     }
 
     @Test("Server code names the coordinator and the service, and cannot name the SQLite or PostgreSQL store")

@@ -40,20 +40,8 @@ struct TypedGenerationTests {
             try FileManager.default.copyItem(at: views.appendingPathComponent(name), to: folder.url.appendingPathComponent(name))
         }
         try Data(("import Foundation\nimport ManagedStore\n" + code).utf8).write(to: folder.url.appendingPathComponent("use.swift"))
-        let modules = try ServerProcess.executable.deletingLastPathComponent().appendingPathComponent("Modules").path
         let sources = try FileManager.default.contentsOfDirectory(atPath: folder.url.path).map { folder.url.appendingPathComponent($0).path }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["swiftc", "-typecheck", "-swift-version", "6", "-I", modules]
-            + ["CSQLite", "CPostgreSQL", "CMicroHTTPD"].flatMap { ["-I", root.appendingPathComponent("Sources/\($0)").path] }
-            + ["-Xcc", "-I/usr/include/postgresql"] + sources
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        return try SwiftTypecheck.run(sources)
     }
 
     @Test("typed predicates and properties compile with the right types and not with wrong ones")

@@ -45,6 +45,7 @@ struct SHA256 {
         var digest = [UInt8](repeating: 0, count: 32)
         var size: UInt32 = 0
         let done = bytes.withUnsafeBytes { EVP_Digest($0.baseAddress, $0.count, &digest, &size, DigestContext.algorithm, nil) }
+        // As `DigestContext.check`: it fails only without memory or with a broken library.
         precondition(done == 1 && size == 32, "libcrypto's SHA-256 failed")
         return digest
     }
