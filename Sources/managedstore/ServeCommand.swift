@@ -78,6 +78,12 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Bytes of request bodies held in memory across all connections at once; beyond it requests are answered 503 with Retry-After.")
     var maxInflightBodyBytes = 268_435_456
 
+    @Option(help: "Live queries (GET /v1/objects/{Entity}/live streams) this server holds at once; one more is answered 503 with Retry-After.")
+    var maxLiveQueries = 1000
+
+    @Option(help: "Bytes a live query's client may leave unread (its changes are squashed meanwhile) before its stream is closed; it then resumes with Last-Event-ID.")
+    var maxLiveLagBytes = 8_388_608
+
     @Option(help: "Seconds one request body may take to arrive, however slowly it trickles in (then the connection is closed).")
     var bodyTimeout = 60
 
@@ -137,6 +143,8 @@ struct ServeCommand: ParsableCommand {
         guard (0...1_048_576).contains(maxConnectionsPerClient) else {
             throw ValidationError("--max-connections-per-client must be from 0 (no limit) to 1048576")
         }
+        guard (1...1_048_576).contains(maxLiveQueries) else { throw ValidationError("--max-live-queries must be from 1 to 1048576") }
+        guard maxLiveLagBytes >= 65_536 else { throw ValidationError("--max-live-lag-bytes must be at least 65536") }
         guard queryTimeout > 0, queryTimeout <= 86_400, shutdownTimeout >= 0, shutdownTimeout <= 86_400 else {
             throw ValidationError("--query-timeout must be above 0 and --shutdown-timeout 0 or more (seconds, at most a day)")
         }
@@ -165,6 +173,8 @@ struct ServeCommand: ParsableCommand {
         service.groupCommit = !noGroupCommit
         service.queryTimeout = .milliseconds(Int64(queryTimeout * 1000))
         service.historyRetention = HistoryRetention.Setting(historyRetention) ?? .sevenDays
+        service.maxLiveQueries = maxLiveQueries
+        service.maxLiveLagBytes = maxLiveLagBytes
         var http = HTTPServer.Configuration()
         http.host = host
         http.port = port

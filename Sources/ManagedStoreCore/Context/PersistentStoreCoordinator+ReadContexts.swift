@@ -52,3 +52,29 @@ extension ManagedObjectContext {
         reset()
     }
 }
+
+extension PersistentStoreCoordinator {
+    /// Runs `body` with a pooled read context and the read session it reads through: the
+    /// history and the objects read in `body` are of one snapshot (what a live query's
+    /// engine needs to know which commit an answer holds at).
+    func withReadSnapshot<T>(_ body: (ManagedObjectContext, any StoreReadSession) throws -> T) throws -> T {
+        try store.withPooledReader { reader, session in
+            let context = readContexts.context(for: reader, of: self)
+            return try context.performAndWait {
+                defer { context.endLoan() }
+                return try context.inSnapshot(on: session) { try body(context, session) }
+            }
+        }
+    }
+
+    /// Checks `request` as a fetch would (entity, key paths, predicate), without running it.
+    package func prepareFetch(_ request: FetchRequest) throws(FetchError) -> PreparedFetch {
+        do {
+            return try withReadContext { context in try context.prepare(request) }
+        } catch let error as FetchError {
+            throw error
+        } catch {
+            throw .store(StoreError(wrapping: error))
+        }
+    }
+}

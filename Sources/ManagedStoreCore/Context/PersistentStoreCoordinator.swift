@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Connects contexts to a persistent store [NSPersistentStoreCoordinator]: contexts read
 /// through it and save through it, and it hands the store's commits on to the contexts that
@@ -20,6 +21,8 @@ public final class PersistentStoreCoordinator: Sendable {
     let readContexts: PooledReadContexts
     /// Contexts that merge every other context's save (`automaticallyMergesChangesFromParent`).
     let mergingContexts = MergingContexts()
+    /// The live queries' engine, made on first use (`liveQueries`).
+    private let liveQueryEngine = Mutex<LiveQueryEngine?>(nil)
 
     /// A coordinator of `store`, opened for `model`.
     package init(model: ManagedObjectModel, store: any PersistentStore) {
@@ -28,6 +31,17 @@ public final class PersistentStoreCoordinator: Sendable {
         self.store = store
         self.storeIdentifier = store.identifier
         self.readContexts = PooledReadContexts(count: store.readerCount)
+    }
+
+    /// The engine that keeps this store's live queries current (the server's live streams and
+    /// `FetchedResultsController`s share it, and its windows).
+    package var liveQueries: LiveQueryEngine {
+        liveQueryEngine.withLock { engine in
+            if let engine { return engine }
+            let made = LiveQueryEngine(coordinator: self)
+            engine = made
+            return made
+        }
     }
 
     // MARK: Reading and writing

@@ -16,6 +16,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
     let reads: ReadHandlers
     let parser: WriteRequestParser
     let changes: ChangeFeed
+    let live: LiveQueryStreams
     let retention: HistoryRetention?
     /// Deletes idempotency records past the store's key lifetime.
     let idempotencyExpiry: IdempotencyExpiry
@@ -39,6 +40,8 @@ public final class ManagedStoreService: HTTPRequestHandler {
         self.access = AccessControl(tokens: configuration.accessTokens)
         self.reads = ReadHandlers(coordinator: coordinator, configuration: configuration, layouts: layouts)
         self.changes = ChangeFeed(coordinator: coordinator, layouts: layouts)
+        self.live = LiveQueryStreams(coordinator: coordinator, layouts: layouts, maxStreams: configuration.maxLiveQueries,
+                                     maxLagBytes: configuration.maxLiveLagBytes)
         self.parser = WriteRequestParser(coordinator: coordinator, configuration: configuration)
         self.writes = WriteQueue(coordinator: coordinator, groupCommit: configuration.groupCommit)
         if case .period(let period) = configuration.historyRetention {
@@ -66,6 +69,7 @@ public final class ManagedStoreService: HTTPRequestHandler {
         let finished = writes.stop(deadline: deadline)
         // After the last commit: long-polls are answered with what they have, streams end.
         changes.stop()
+        live.stop()
         return finished
     }
 

@@ -63,6 +63,8 @@ extension ManagedStoreService {
             let query = try reads.aggregateQuery(request, entity: entity)
             try access.requireRead(reachedBy: query.request, from: entity, token, in: model)
             return .respond(try reads.aggregate(query, entity: entity))
+        case (_, 3, "objects") where rest[3] == "live":
+            return try liveQuery(request, entityName: rest[2], token: token)
         case (_, 3, "objects"):
             return try single(request, entityName: rest[2], key: rest[3], token: token)
         case (_, 4, "objects"):
@@ -92,6 +94,26 @@ extension ManagedStoreService {
         default:
             throw Problem.methodNotAllowed(request.method, allowed: ["GET", "POST", "PATCH", "DELETE"])
         }
+    }
+
+    /// GET /v1/objects/{Entity}/live: read on the entity (and its sub-entities) and on every
+    /// entity a key path of `where` or `sort` reaches: an answer that follows them changes
+    /// with those entities' objects, which tells of them.
+    private func liveQuery(_ request: HTTPRequest, entityName: String, token: AccessToken?) throws -> HTTPHandlerOutcome {
+        let entity = try parser.entity(entityName)
+        guard request.method == "GET" else { throw Problem.methodNotAllowed(request.method, allowed: ["GET"]) }
+        try access.requireRead(entity, token, in: model)
+        let (query, since) = try live.query(request, entity: entity, model: model)
+        let prepared: PreparedFetch
+        do throws(FetchError) { prepared = try coordinator.prepareFetch(live.fetchRequest(query, entity: entity)) } catch {
+            throw Problem.fetch(error, entity: entity.name)
+        }
+        for index in prepared.entitiesRead.sorted() {
+            guard let reached = model.entity(named: model.schema[index].name) else { continue }
+            try access.requireRead(reached, token, in: model)
+        }
+        guard ready.value else { throw Problem.unavailable("the store is not ready") }
+        return try live.open(query, since: since, entity: entity)
     }
 
     /// GET /v1/objects/{Entity}/{pk}/{fetchedProperty}: read on the entity and on the objects

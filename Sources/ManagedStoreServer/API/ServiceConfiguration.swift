@@ -25,6 +25,10 @@ public struct ServiceConfiguration: Sendable {
     public var logger = Logger(label: "managedstore", factory: { _ in SwiftLogNoOpLogHandler() })
     /// The line per request (`serve` turns it on unless `--log-requests off`); by default none.
     public var requestLog: RequestLog?
+    /// Live query streams one server holds at once; one more is 503.
+    public var maxLiveQueries = 1000
+    /// Bytes a live query's client may leave unread before its stream is closed (it resumes).
+    public var maxLiveLagBytes = 8 << 20
 
     public init() {}
 }

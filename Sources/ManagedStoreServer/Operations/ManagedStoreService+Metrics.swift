@@ -10,7 +10,7 @@ extension ServiceMetrics {
         switch result {
         case .problem(let problem) where problem.code == "conflict":
             recordConflict(policy: policy, resolved: false)
-        case .object(_, _, _, let merge?), .deleted(let merge?):
+        case .object(_, _, _, let merge?, _), .deleted(let merge?, _):
             recordConflict(policy: merge.policy, resolved: true)
         case .transaction(let answer) where answer.merge != nil:
             recordConflict(policy: answer.merge?.policy ?? policy, resolved: true)

@@ -70,7 +70,7 @@ public struct NDJSONFileImport {
         }
         finished.wait()
         switch result.get() {
-        case .imported(_, let keys)?:
+        case .imported(_, let keys, _)?:
             progress(Progress(rows: keys.count, bytesRead: bytesRead))
             return keys.count
         case let .stopped(problem, committed)?:

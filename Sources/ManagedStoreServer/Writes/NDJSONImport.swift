@@ -50,6 +50,8 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
     private var inFlight = 0
     private var committed = 0
     private var keys: [Int64] = []
+    /// The history token of the last chunk committed (the answer's `History-Token`).
+    private var lastToken: PersistentHistoryToken?
     private var failure: Problem?
     /// The stored answer of a keyed import carried out before.
     private var replayed: HTTPResponse?
@@ -225,7 +227,8 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
         let (resume, finished): ((@Sendable () -> Void)?, (@Sendable (NDJSONImportOutcome) -> Void)?) = lock.withLock {
             inFlight -= 1
             switch outcome {
-            case .completed(.written(.batch(let count, _, let chunkKeys))):
+            case .completed(.written(.batch(let count, _, let chunkKeys, let token))):
+                lastToken = max(lastToken ?? token, token)
                 if failure == nil {
                     committed += count
                     keys += chunkKeys ?? []
@@ -267,17 +270,17 @@ final class NDJSONImport: HTTPBodyStream, @unchecked Sendable {
 
     /// What the import came to, once no chunk is in flight.
     private var outcome: NDJSONImportOutcome {
-        let (failure, committed, keys, replayed) = lock.withLock { (self.failure, self.committed, self.keys, self.replayed) }
+        let (failure, committed, keys, replayed, token) = lock.withLock { (self.failure, self.committed, self.keys, self.replayed, self.lastToken) }
         if let problem = failure ?? refusal { return .stopped(problem, committed: committed) }
         if let replayed { return .replayed(replayed) }
-        return .imported(entity: entity.name, keys: keys)
+        return .imported(entity: entity.name, keys: keys, token: token ?? (try? coordinator.lastHistoryToken()) ?? .zero)
     }
 }
 
 /// How an NDJSON import ended.
 enum NDJSONImportOutcome: Sendable {
     /// Every line stored: the primary keys of the objects, in line order.
-    case imported(entity: String, keys: [Int64])
+    case imported(entity: String, keys: [Int64], token: PersistentHistoryToken)
     /// Stopped by `problem`; `committed` rows (whole chunks before it) were stored.
     case stopped(Problem, committed: Int)
     /// A keyed import carried out before: nothing was written now; the answer it had.
@@ -291,8 +294,8 @@ enum NDJSONImportOutcome: Sendable {
                                detail: "\(problem.detail) (the import stopped there: \(stored))", extra: problem.extra, headers: problem.headers)
             told.extra.append(("committed", .number(String(committed))))
             return told.response
-        case let .imported(entity, keys):
-            return WriteResponse.batchAnswer(count: keys.count, entity: entity, keys: keys)
+        case let .imported(entity, keys, token):
+            return WriteResponse.batchAnswer(count: keys.count, entity: entity, keys: keys, token: token)
         case .replayed(let answer):
             return answer
         }

@@ -7,7 +7,7 @@ extension ObjectWriter {
     /// Inserts every body in one save; answers each object's ID in the order given (an insert
     /// that a uniqueness resolution folded into a stored object answers that object's ID).
     /// `objectNames` name the objects in a 422 (`item 3`, `line 17`).
-    func batchInsert(_ entity: String, _ bodies: [ObjectBody], names objectNames: [String]) throws -> [ManagedObjectID] {
+    func batchInsert(_ entity: String, _ bodies: [ObjectBody], names objectNames: [String]) throws -> (ids: [ManagedObjectID], saved: SavedChanges) {
         var applied: [(ObjectBody, ManagedObject, Bool)] = []
         var objects: [ManagedObject] = []
         objects.reserveCapacity(bodies.count)
@@ -21,22 +21,26 @@ extension ObjectWriter {
         try reportErrors(of: applied)
         let temporaryIDs = objects.map(\.objectID)
         let saved = try save()
-        return zip(objects, temporaryIDs).map { object, temporary in saved.mergedInserts[temporary] ?? object.objectID }
+        return (zip(objects, temporaryIDs).map { object, temporary in saved.mergedInserts[temporary] ?? object.objectID }, saved)
     }
 
-    /// `PATCH /v1/objects/{Entity}?where=P`: the number of objects matched (all of them updated).
-    func batchUpdate(_ entity: String, predicate: ObjectPredicate, values: [String: PropertyValue]) throws -> Int {
+    /// `PATCH /v1/objects/{Entity}?where=P`: the number of objects matched (all of them
+    /// updated), and what the save changed.
+    func batchUpdate(_ entity: String, predicate: ObjectPredicate, values: [String: PropertyValue]) throws -> (count: Int, saved: SavedChanges) {
         try runBatch(entity) { () throws(BatchError) in try context.execute(BatchUpdateRequest(entityName: entity, predicate: predicate, propertiesToUpdate: values)) }
     }
 
     /// `DELETE /v1/objects/{Entity}?where=P`: the number of objects matched (all of them deleted,
-    /// with their cascades).
-    func batchDelete(_ entity: String, predicate: ObjectPredicate) throws -> Int {
+    /// with their cascades), and what the save changed.
+    func batchDelete(_ entity: String, predicate: ObjectPredicate) throws -> (count: Int, saved: SavedChanges) {
         try runBatch(entity) { () throws(BatchError) in try context.execute(BatchDeleteRequest(entityName: entity, predicate: predicate)) }
     }
 
-    private func runBatch(_ entity: String, _ body: () throws(BatchError) -> BatchResult) throws -> Int {
-        do throws(BatchError) { return try body().count } catch {
+    private func runBatch(_ entity: String, _ body: () throws(BatchError) -> BatchResult) throws -> (count: Int, saved: SavedChanges) {
+        do throws(BatchError) {
+            let result = try body()
+            return (result.count, result.changes)
+        } catch {
             switch error {
             case .save(let saveError): throw Failure(problem: problem(for: saveError))
             case .fetch(let fetchError): throw Failure(problem: .fetch(fetchError, entity: entity))

@@ -228,6 +228,12 @@ final class ObjectWriter {
         }
     }
 
+    /// The history token a write answers (`History-Token`): its save's, or, when it saved
+    /// nothing, the newest committed one (the store as it answers holds at that token).
+    func token(of saved: SavedChanges) throws -> PersistentHistoryToken {
+        try saved.token ?? context.coordinator.lastHistoryToken()
+    }
+
     /// A refused save as the request's answer.
     func problem(for error: SaveError) -> Problem {
         switch error {

@@ -56,13 +56,15 @@ struct ObjectState: Sendable {
 enum WriteResult: Sendable {
     case problem(Problem)
     /// 201 for an insert, 200 otherwise, with the object; `location` for a new object.
-    case object(status: Int, ObjectState, location: String?, merge: MergeReport?)
+    /// `token` (in every answer that wrote, or could have): the history token its save
+    /// committed, or the newest one when it saved nothing (`History-Token`).
+    case object(status: Int, ObjectState, location: String?, merge: MergeReport?, token: PersistentHistoryToken)
     /// 204: deleted.
-    case deleted(merge: MergeReport?)
+    case deleted(merge: MergeReport?, token: PersistentHistoryToken)
     case transaction(TransactionAnswer)
     /// 200 `{"count": n}`, with `"ids"` for a batch insert: the keys of its objects (all of
     /// `entity`), in order.
-    case batch(count: Int, entity: String, keys: [Int64]?)
+    case batch(count: Int, entity: String, keys: [Int64]?, token: PersistentHistoryToken)
 }
 
 /// What a merge policy resolved for a request: the `Merge-Policy-Applied` and
@@ -109,17 +111,17 @@ extension WriteRequest {
                 // Folded into an object that already held its unique values: that object, 200.
                 if let survivorID = saved.mergedInserts[object.objectID] {
                     return .object(status: 200, try writer.state(of: context.existingObject(with: survivorID)), location: nil,
-                                   merge: writer.report(saved))
+                                   merge: writer.report(saved), token: try writer.token(of: saved))
                 }
                 return .object(status: 201, try writer.state(of: object), location: "/v1/objects/\(entity)/\(object.objectID.primaryKey ?? 0)",
-                               merge: writer.report(saved))
+                               merge: writer.report(saved), token: try writer.token(of: saved))
             case let .update(id, body, baseVersion, replace):
                 let object = try writer.existing(id)
                 if let baseVersion { object.baseVersion = baseVersion }
                 writer.names.noteSets(object.objectID, body.propertyNames)
                 try writer.applyChecked([(body, object, replace)], refs: [:])
                 let saved = try writer.save()
-                return .object(status: 200, try writer.state(of: object), location: nil, merge: writer.report(saved))
+                return .object(status: 200, try writer.state(of: object), location: nil, merge: writer.report(saved), token: try writer.token(of: saved))
             case let .delete(id, baseVersion):
                 let object = try writer.existing(id)
                 if let baseVersion { object.baseVersion = baseVersion }
@@ -127,18 +129,20 @@ extension WriteRequest {
                 let saved = try writer.save()
                 // A policy that kept the object (store-trump, rollback): 200 with it.
                 if !object.isDeleted {
-                    return .object(status: 200, try writer.state(of: object), location: nil, merge: writer.report(saved))
+                    return .object(status: 200, try writer.state(of: object), location: nil, merge: writer.report(saved), token: try writer.token(of: saved))
                 }
-                return .deleted(merge: writer.report(saved))
+                return .deleted(merge: writer.report(saved), token: try writer.token(of: saved))
             case .transaction(let operations):
                 return .transaction(try writer.transaction(operations))
             case let .batchInsert(entity, bodies, names):
-                let ids = try writer.batchInsert(entity, bodies, names: names)
-                return .batch(count: ids.count, entity: entity, keys: ids.compactMap(\.primaryKey))
+                let (ids, saved) = try writer.batchInsert(entity, bodies, names: names)
+                return .batch(count: ids.count, entity: entity, keys: ids.compactMap(\.primaryKey), token: try writer.token(of: saved))
             case let .batchUpdate(entity, predicate, values):
-                return .batch(count: try writer.batchUpdate(entity, predicate: predicate, values: values), entity: entity, keys: nil)
+                let (count, saved) = try writer.batchUpdate(entity, predicate: predicate, values: values)
+                return .batch(count: count, entity: entity, keys: nil, token: try writer.token(of: saved))
             case let .batchDelete(entity, predicate):
-                return .batch(count: try writer.batchDelete(entity, predicate: predicate), entity: entity, keys: nil)
+                let (count, saved) = try writer.batchDelete(entity, predicate: predicate)
+                return .batch(count: count, entity: entity, keys: nil, token: try writer.token(of: saved))
             }
         } catch let failure as ObjectWriter.Failure {
             context.rollback()

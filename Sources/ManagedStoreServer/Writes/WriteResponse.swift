@@ -23,15 +23,16 @@ enum WriteResponse {
         switch result {
         case .problem(let problem):
             return problem.response
-        case let .object(status, state, location, merge):
+        case let .object(status, state, location, merge, token):
             var writer = JSONWriter(reservingCapacity: 512)
             encoder.encode(state, into: &writer)
             var response = HTTPResponse.json(status, writer.bytes, version: state.version)
             if let location { response.headers.append(("Location", location)) }
+            response.headers.append(historyToken(token))
             response.headers += headers(merge)
             return response
-        case .deleted(let merge):
-            return HTTPResponse(status: 204, headers: headers(merge))
+        case let .deleted(merge, token):
+            return HTTPResponse(status: 204, headers: [historyToken(token)] + headers(merge))
         case .transaction(let answer):
             var writer = JSONWriter(reservingCapacity: 512 + 256 * answer.objects.count)
             writer.writeRaw("{\"ids\":")
@@ -53,15 +54,15 @@ enum WriteResponse {
             writer.writeRaw(",\"resolved\":")
             writer.write(.array(answer.resolved))
             writer.writeRaw("}")
-            return HTTPResponse.json(200, writer.bytes, headers: headers(answer.merge))
-        case let .batch(count, entity, keys):
-            return batchAnswer(count: count, entity: entity, keys: keys)
+            return HTTPResponse.json(200, writer.bytes, headers: [historyToken(answer.token)] + headers(answer.merge))
+        case let .batch(count, entity, keys, token):
+            return batchAnswer(count: count, entity: entity, keys: keys, token: token)
         }
     }
 
     /// `{"count": n}`, and `"ids"` in order when there are IDs to tell (a batch insert, from a
     /// JSON array or an NDJSON stream).
-    static func batchAnswer(count: Int, entity: String, keys: [Int64]?) -> HTTPResponse {
+    static func batchAnswer(count: Int, entity: String, keys: [Int64]?, token: PersistentHistoryToken) -> HTTPResponse {
         var writer = JSONWriter(reservingCapacity: 32 + (keys?.count ?? 0) * (entity.utf8.count + 12))
         writer.writeRaw("{\"count\":")
         writer.writeInteger(Int64(count))
@@ -78,7 +79,13 @@ enum WriteResponse {
             writer.writeRaw("]")
         }
         writer.writeRaw("}")
-        return .json(200, writer.bytes)
+        return .json(200, writer.bytes, headers: [historyToken(token)])
+    }
+
+    /// `History-Token`: the token the write's save committed, so that a client can wait until
+    /// a live query (or the change feed) has reached its own write.
+    private static func historyToken(_ token: PersistentHistoryToken) -> (name: String, value: String) {
+        ("History-Token", token.description)
     }
 
     /// `Merge-Policy-Applied` and `Merge-Conflicts`, when the merge policy resolved conflicts.

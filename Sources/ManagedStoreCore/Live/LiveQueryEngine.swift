@@ -1,0 +1,334 @@
+import Dispatch
+import Foundation
+
+/// Keeps live queries current: one window per distinct query, advanced once per commit (or
+/// per run of commits that came together) from the persistent history, which records every
+/// save, batch updates and deletes and other processes' saves included.
+///
+/// After a commit, in one read snapshot: the history since the engine's token says which
+/// objects changed; each is read once (the snapshot's context keeps it for every window);
+/// each window whose entity they are matches them with the in-memory evaluator and places them
+/// by its sort, or is fetched again when its predicate or sort follows a relationship to an
+/// entity the commit touched. A changed answer becomes steps (`LiveDiff`) for its subscribers.
+/// The writer only signals the engine (`addCommitObserver`), and never waits for it.
+///
+/// `@unchecked Sendable`: the windows, the token and the subscriptions' delivery state are
+/// touched only on `queue`; `pendingAdvance` and `windowCount` under `lock`.
+package final class LiveQueryEngine: @unchecked Sendable {
+    /// How long a window without subscribers is kept, so that a client that reconnects gets
+    /// a diff instead of the whole answer.
+    package static let unwatchedWindowLifetime: Duration = .seconds(60)
+    /// Distinct objects one advance reads one by one; a bigger run of commits fetches every
+    /// window again instead.
+    static let changedObjectsLimit = 20_000
+    /// History transactions read per query while advancing.
+    static let historyPage = 1_000
+
+    private unowned let coordinator: PersistentStoreCoordinator
+    private let queue = DispatchQueue(label: "ManagedStore.live-queries")
+    private let lock = NSLock()
+    private var pendingAdvance = false
+    private var windowCount = 0
+
+    // On `queue` only:
+    private var windows: [LiveWindowKey: LiveWindow] = [:]
+    /// Every window's answer is current at this token (or at its own `since`, if later).
+    private var token: PersistentHistoryToken = .zero
+    private var ticker: DispatchSourceTimer?
+
+    init(coordinator: PersistentStoreCoordinator) {
+        self.coordinator = coordinator
+        coordinator.addCommitObserver { [weak self] in self?.committed() }
+    }
+
+    deinit { ticker?.cancel() }
+
+    // MARK: Subscribing
+
+    /// Starts a subscription to `spec`: `deliver` is called on the engine's queue, in order,
+    /// first with the answer (`snapshot`), or, resuming from `since`, with a diff from it (or a
+    /// `reset` when the engine no longer knows the answer at `since`). `isReady` says whether
+    /// the subscriber can take another event now; while it cannot, changes are held back and
+    /// later sent squashed into one diff. The query is checked first: a bad one throws here.
+    package func subscribe(_ spec: LiveQuerySpec, since: PersistentHistoryToken? = nil,
+                           isReady: @escaping @Sendable () -> Bool = { true },
+                           deliver: @escaping @Sendable (LiveEvent) -> Void) throws(FetchError) -> LiveSubscription {
+        _ = try coordinator.prepareFetch(spec.request)
+        let subscription = LiveSubscription(engine: self, isReady: isReady, deliver: deliver)
+        queue.async { [self] in join(subscription, spec, since: since) }
+        return subscription
+    }
+
+    /// Live queries (windows) held now, shared or not.
+    package var windowsHeld: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return windowCount
+    }
+
+    private func join(_ subscription: LiveSubscription, _ spec: LiveQuerySpec, since: PersistentHistoryToken?) {
+        guard !subscription.isCancelled else { return }
+        advance()
+        let window: LiveWindow
+        do {
+            if let existing = windows[spec.windowKey] {
+                window = existing
+            } else {
+                window = try makeWindow(spec)
+                windows[window.key] = window
+                lock.lock()
+                windowCount = windows.count
+                lock.unlock()
+                startTicking()
+            }
+        } catch {
+            subscription.deliver(.failed(error))
+            return
+        }
+        window.subscribers.append(subscription)
+        window.unwatchedSince = nil
+        subscription.window = window
+        let now = currentToken(of: window)
+        guard let since else {
+            subscription.held = now
+            subscription.deliver(.snapshot(token: now, members: window.members, more: window.more, isReset: false))
+            return
+        }
+        subscription.held = since
+        if since > now { return }  // a token of a commit this engine has not read yet: answered when it has
+        catchUp(subscription, window)
+    }
+
+    /// A window's answer, fetched in a snapshot together with the token it holds at.
+    private func makeWindow(_ spec: LiveQuerySpec) throws(FetchError) -> LiveWindow {
+        do {
+            return try coordinator.withReadSnapshot { context, session in
+                let at = try session.lastHistoryToken()
+                let prepared = try context.prepare(spec.request)
+                let window = LiveWindow(spec: spec, prepared: prepared, model: coordinator.model, at: at)
+                try window.load(in: context)
+                // With no other window, the engine has not been following: it starts here.
+                if windows.isEmpty && token < at { token = at }
+                return window
+            }
+        } catch let error as FetchError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(StoreError(wrapping: error))
+        }
+    }
+
+    private func currentToken(of window: LiveWindow) -> PersistentHistoryToken { max(window.since, token) }
+
+    /// Sends `subscription` what turns the answer it holds into the current one: a progress
+    /// when the answer is the same, a diff when the window still knows the answer it holds,
+    /// else a reset. Held back while the subscriber is not ready. `held` is always the token
+    /// of the last event delivered: the `from` the subscriber checks a diff against.
+    private func catchUp(_ subscription: LiveSubscription, _ window: LiveWindow) {
+        guard let held = subscription.held else { return }
+        let now = currentToken(of: window)
+        guard held < now else { return }
+        guard subscription.isReady() else {
+            subscription.isBehind = true
+            return
+        }
+        subscription.isBehind = false
+        subscription.held = now
+        guard held < window.since else { return subscription.deliver(.progress(token: now)) }
+        guard let (members, more) = window.answer(at: held) else {
+            return subscription.deliver(.snapshot(token: now, members: window.members, more: window.more, isReset: true))
+        }
+        let ops = LiveDiff.ops(from: members, to: window.members)
+        if ops.isEmpty && more == window.more { return subscription.deliver(.progress(token: now)) }
+        subscription.deliver(.diff(from: held, to: now, ops: ops, more: window.more))
+    }
+
+    func leave(_ subscription: LiveSubscription) {
+        queue.async {
+            guard let window = subscription.window else { return }
+            subscription.window = nil
+            window.subscribers.removeAll { $0 === subscription }
+            if window.subscribers.isEmpty { window.unwatchedSince = .now() }
+        }
+    }
+
+    // MARK: Advancing
+
+    private func committed() {
+        lock.lock()
+        let start = windowCount > 0 && !pendingAdvance
+        if start { pendingAdvance = true }
+        lock.unlock()
+        guard start else { return }
+        queue.async { [self] in
+            lock.lock()
+            pendingAdvance = false
+            lock.unlock()
+            advance()
+        }
+    }
+
+    /// Brings every window to the store's newest commit.
+    private func advance() {
+        guard !windows.isEmpty else { return }
+        do {
+            try coordinator.withReadSnapshot { context, session in try advance(context, session) }
+        } catch {
+            // A store that cannot be read now: the next commit (or tick) tries again.
+        }
+    }
+
+    private func advance(_ context: ManagedObjectContext, _ session: any StoreReadSession) throws {
+        let last = try session.lastHistoryToken()
+        guard last > token else { return }
+        let (changed, everything) = try changedObjects(after: token, upTo: last, session)
+        let touched = Set(changed.keys)
+        var changedWindows: [(LiveWindow, [LiveMember], Bool)] = []
+        for window in windows.values where window.since < last {
+            let answer: (members: [LiveMember], more: Bool)?
+            do {
+                if everything || (window.followsRelationships && !window.pathEntities.isDisjoint(with: touched)) {
+                    answer = try window.fetchAnswer(in: context)
+                } else {
+                    let ids = window.kinds.count == 1 ? changed[window.prepared.entity.name] ?? [] : window.kinds.flatMap { changed[$0] ?? [] }
+                    answer = ids.isEmpty ? nil : try window.incrementalAnswer(changed: ids, in: context)
+                }
+            } catch let error as FetchError {
+                if case .store = error { throw error }  // the snapshot failed: every window tries again
+                fail(window, error)
+                continue
+            }
+            guard let answer else { continue }
+            if answer.more == window.more && answer.members.count == window.members.count
+                && zip(answer.members, window.members).allSatisfy({ $0.id == $1.id && $0.payload == $1.payload }) { continue }
+            changedWindows.append((window, answer.members, answer.more))
+        }
+        token = last
+        for (window, members, more) in changedWindows {
+            let before = window.members
+            let from = window.since
+            window.replace(members: members, more: more, at: last)
+            let ops = LiveDiff.ops(from: before, to: members)
+            for subscription in window.subscribers {
+                guard let held = subscription.held else { continue }
+                if held >= from && !subscription.isBehind && subscription.isReady() {
+                    subscription.held = last
+                    subscription.deliver(.diff(from: held, to: last, ops: ops, more: more))
+                } else {
+                    catchUp(subscription, window)
+                }
+            }
+        }
+        // Subscribers whose answer did not change hear of it with the next tick (a progress).
+    }
+
+    /// The objects the commits after `after` changed, by entity, each once; `everything` when
+    /// the history no longer reaches `after` (pruned) or the run of commits is too big to read
+    /// object by object: then every window is fetched again.
+    private func changedObjects(after: PersistentHistoryToken, upTo last: PersistentHistoryToken,
+                                _ session: any StoreReadSession) throws -> (changed: [String: [ManagedObjectID]], everything: Bool) {
+        guard after >= (try session.oldestHistoryToken()) else { return ([:], true) }
+        var changed: [String: [ManagedObjectID]] = [:]
+        var seen: Set<ManagedObjectID> = []
+        var from = after
+        while from < last {
+            let page = try session.historyTransactions(after: from, limit: Self.historyPage, entities: nil)
+            guard let end = page.last?.token else { break }
+            for transaction in page where transaction.token <= last {
+                for change in transaction.changes where seen.insert(change.objectID).inserted {
+                    changed[change.objectID.entityName, default: []].append(change.objectID)
+                }
+            }
+            if seen.count > Self.changedObjectsLimit { return ([:], true) }
+            from = end
+        }
+        return (changed, false)
+    }
+
+    private func fail(_ window: LiveWindow, _ error: FetchError) {
+        for subscription in window.subscribers {
+            subscription.window = nil
+            subscription.deliver(.failed(error))
+        }
+        windows[window.key] = nil
+        lock.lock()
+        windowCount = windows.count
+        lock.unlock()
+    }
+
+    // MARK: Ticks
+
+    /// Once a second: progress to subscribers whose answer saves left as it was, held-back
+    /// changes to subscribers that can take them again, and windows unwatched too long dropped.
+    private func startTicking() {
+        guard ticker == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.resume()
+        ticker = timer
+    }
+
+    private func tick() {
+        advance()
+        let expiry = DispatchTime.now().uptimeNanoseconds
+        let lifetime = UInt64(Self.unwatchedWindowLifetime.components.seconds) * 1_000_000_000
+        for (key, window) in windows {
+            if window.subscribers.isEmpty, let since = window.unwatchedSince, since.uptimeNanoseconds + lifetime < expiry {
+                windows[key] = nil
+                continue
+            }
+            for subscription in window.subscribers { catchUp(subscription, window) }
+        }
+        lock.lock()
+        windowCount = windows.count
+        lock.unlock()
+    }
+}
+
+/// One subscriber of a live query. Cancel it to stop (the engine forgets it).
+///
+/// `@unchecked Sendable`: `held`, `isBehind` and `window` are touched only on
+/// the engine's queue; `cancelled` under `lock`.
+package final class LiveSubscription: @unchecked Sendable {
+    private weak var engine: LiveQueryEngine?
+    let isReady: @Sendable () -> Bool
+    private let send: @Sendable (LiveEvent) -> Void
+    private let lock = NSLock()
+    private var cancelled = false
+
+    /// The token of the answer the subscriber holds (nil before the first).
+    var held: PersistentHistoryToken?
+    /// Changes were held back while the subscriber was not ready.
+    var isBehind = false
+    var window: LiveWindow?
+
+    init(engine: LiveQueryEngine, isReady: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable (LiveEvent) -> Void) {
+        self.engine = engine
+        self.isReady = isReady
+        self.send = deliver
+    }
+
+    var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+
+    func deliver(_ event: LiveEvent) {
+        guard !isCancelled else { return }
+        send(event)
+    }
+
+    /// Stops the subscription; nothing is delivered after this returns (on the engine's queue)
+    /// or soon after (elsewhere).
+    package func cancel() {
+        lock.lock()
+        let first = !cancelled
+        cancelled = true
+        lock.unlock()
+        if first { engine?.leave(self) }
+    }
+}
