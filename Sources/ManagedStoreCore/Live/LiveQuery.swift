@@ -14,6 +14,10 @@ package struct LiveQuerySpec: Sendable {
     /// What a client holds of each member, made on the engine's read context: an `update` is
     /// sent when it changes.
     package var render: @Sendable (ManagedObject) throws -> [UInt8]
+    /// The first sort key's value counts as rendered: a controller's section names come from it,
+    /// and it can change when only a related object did (a task whose project was renamed).
+    /// Name it in `renderingKey` too.
+    package var rendersFirstSortValue = false
 
     package init(request: FetchRequest, limit: Int, renderingKey: String, render: @escaping @Sendable (ManagedObject) throws -> [UInt8]) {
         self.request = request

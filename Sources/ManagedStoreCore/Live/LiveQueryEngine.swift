@@ -35,6 +35,14 @@ package final class LiveQueryEngine: @unchecked Sendable {
     /// Every window's answer is current at this token (or at its own `since`, if later).
     private var token: PersistentHistoryToken = .zero
     private var ticker: DispatchSourceTimer?
+    private let index = LiveWindowIndex()
+    /// Subscriptions that hear of every run of commits (`subscribe(promptProgress:)`).
+    private var promptSubscriptions: [ObjectIdentifier: LiveSubscription] = [:]
+    /// Commits were read since the last progress round: subscribers whose answer they left as
+    /// it was are owed a progress.
+    private var progressDue = false
+    private var lastProgressRound: DispatchTime?
+    private var progressRoundScheduled = false
 
     init(coordinator: PersistentStoreCoordinator) {
         self.coordinator = coordinator
@@ -49,12 +57,15 @@ package final class LiveQueryEngine: @unchecked Sendable {
     /// first with the answer (`snapshot`), or, resuming from `since`, with a diff from it (or a
     /// `reset` when the engine no longer knows the answer at `since`). `isReady` says whether
     /// the subscriber can take another event now; while it cannot, changes are held back and
-    /// later sent squashed into one diff. The query is checked first: a bad one throws here.
-    package func subscribe(_ spec: LiveQuerySpec, since: PersistentHistoryToken? = nil,
+    /// later sent squashed into one diff. `promptProgress`: a progress after every run of
+    /// commits that left the answer as it was, not at most once a second (an in-process
+    /// controller, for which an event costs nothing on a wire).
+    /// The query is checked first: a bad one throws here.
+    package func subscribe(_ spec: LiveQuerySpec, since: PersistentHistoryToken? = nil, promptProgress: Bool = false,
                            isReady: @escaping @Sendable () -> Bool = { true },
                            deliver: @escaping @Sendable (LiveEvent) -> Void) throws(FetchError) -> LiveSubscription {
         _ = try coordinator.prepareFetch(spec.request)
-        let subscription = LiveSubscription(engine: self, isReady: isReady, deliver: deliver)
+        let subscription = LiveSubscription(engine: self, promptProgress: promptProgress, isReady: isReady, deliver: deliver)
         queue.async { [self] in join(subscription, spec, since: since) }
         return subscription
     }
@@ -76,6 +87,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
             } else {
                 window = try makeWindow(spec)
                 windows[window.key] = window
+                index.add(window)
                 lock.lock()
                 windowCount = windows.count
                 lock.unlock()
@@ -86,6 +98,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
             return
         }
         window.subscribers.append(subscription)
+        if subscription.promptProgress { promptSubscriptions[ObjectIdentifier(subscription)] = subscription }
         window.unwatchedSince = nil
         subscription.window = window
         let now = currentToken(of: window)
@@ -147,6 +160,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
 
     func leave(_ subscription: LiveSubscription) {
         queue.async {
+            self.promptSubscriptions[ObjectIdentifier(subscription)] = nil
             guard let window = subscription.window else { return }
             subscription.window = nil
             window.subscribers.removeAll { $0 === subscription }
@@ -184,17 +198,23 @@ package final class LiveQueryEngine: @unchecked Sendable {
         let last = try session.lastHistoryToken()
         guard last > token else { return }
         let (changed, everything) = try changedObjects(after: token, upTo: last, session)
-        let touched = Set(changed.keys)
+        var answers: [(LiveWindow, () throws -> (members: [LiveMember], more: Bool)?)] = []
+        if everything {
+            for window in windows.values { answers.append((window, { try window.fetchAnswer(in: context) })) }
+        } else {
+            let touched = Set(changed.keys.map(\.entityName))
+            for window in index.following.values where !window.pathEntities.isDisjoint(with: touched) {
+                answers.append((window, { try window.fetchAnswer(in: context) }))
+            }
+            for route in index.routes(changed, in: context).values {
+                answers.append((route.window, { try route.window.incrementalAnswer(changed: route.objects, mayHaveLeft: route.mayHaveLeft, in: context) }))
+            }
+        }
         var changedWindows: [(LiveWindow, [LiveMember], Bool)] = []
-        for window in windows.values where window.since < last {
+        for (window, read) in answers where window.since < last {
             let answer: (members: [LiveMember], more: Bool)?
             do {
-                if everything || (window.followsRelationships && !window.pathEntities.isDisjoint(with: touched)) {
-                    answer = try window.fetchAnswer(in: context)
-                } else {
-                    let ids = window.kinds.count == 1 ? changed[window.prepared.entity.name] ?? [] : window.kinds.flatMap { changed[$0] ?? [] }
-                    answer = ids.isEmpty ? nil : try window.incrementalAnswer(changed: ids, in: context)
-                }
+                answer = try read()
             } catch let error as FetchError {
                 if case .store = error { throw error }  // the snapshot failed: every window tries again
                 fail(window, error)
@@ -221,27 +241,32 @@ package final class LiveQueryEngine: @unchecked Sendable {
                 }
             }
         }
-        // Subscribers whose answer did not change hear of it with the next tick (a progress).
+        // Subscribers whose answer did not change hear of it now if they asked, else in a
+        // progress round.
+        for subscription in promptSubscriptions.values {
+            if let window = subscription.window { catchUp(subscription, window) }
+        }
+        progressDue = true
+        progressRoundIfDue()
     }
 
-    /// The objects the commits after `after` changed, by entity, each once; `everything` when
-    /// the history no longer reaches `after` (pruned) or the run of commits is too big to read
-    /// object by object: then every window is fetched again.
+    /// The objects the commits after `after` changed, each once with what the history says of
+    /// it; `everything` when the history no longer reaches `after` (pruned) or the run of
+    /// commits is too big to read object by object: then every window is fetched again.
     private func changedObjects(after: PersistentHistoryToken, upTo last: PersistentHistoryToken,
-                                _ session: any StoreReadSession) throws -> (changed: [String: [ManagedObjectID]], everything: Bool) {
+                                _ session: any StoreReadSession) throws -> (changed: [ManagedObjectID: ChangedObject], everything: Bool) {
         guard after >= (try session.oldestHistoryToken()) else { return ([:], true) }
-        var changed: [String: [ManagedObjectID]] = [:]
-        var seen: Set<ManagedObjectID> = []
+        var changed: [ManagedObjectID: ChangedObject] = [:]
         var from = after
         while from < last {
             let page = try session.historyTransactions(after: from, limit: Self.historyPage, entities: nil)
             guard let end = page.last?.token else { break }
             for transaction in page where transaction.token <= last {
-                for change in transaction.changes where seen.insert(change.objectID).inserted {
-                    changed[change.objectID.entityName, default: []].append(change.objectID)
+                for change in transaction.changes {
+                    changed[change.objectID, default: ChangedObject(inserted: change.changeType == .insert)].add(change)
                 }
             }
-            if seen.count > Self.changedObjectsLimit { return ([:], true) }
+            if changed.count > Self.changedObjectsLimit { return ([:], true) }
             from = end
         }
         return (changed, false)
@@ -250,9 +275,11 @@ package final class LiveQueryEngine: @unchecked Sendable {
     private func fail(_ window: LiveWindow, _ error: FetchError) {
         for subscription in window.subscribers {
             subscription.window = nil
+            promptSubscriptions[ObjectIdentifier(subscription)] = nil
             subscription.deliver(.failed(error))
         }
         windows[window.key] = nil
+        index.remove(window)
         lock.lock()
         windowCount = windows.count
         lock.unlock()
@@ -260,8 +287,33 @@ package final class LiveQueryEngine: @unchecked Sendable {
 
     // MARK: Ticks
 
-    /// Once a second: progress to subscribers whose answer saves left as it was, held-back
-    /// changes to subscribers that can take them again, and windows unwatched too long dropped.
+    /// A progress to every subscriber whose answer the commits read left as it was: at once when
+    /// the last round was a second ago or more, else when it will be. So a progress comes at
+    /// most once a second and at most a second after a commit, as the contract says, and a
+    /// client that waits for its own write's token seldom waits long.
+    private func progressRoundIfDue() {
+        guard progressDue else { return }
+        // (Not `DispatchTime(uptimeNanoseconds: 0)` for "never": dispatch reads 0 as now.)
+        if let last = lastProgressRound, case let due = last + .seconds(1), DispatchTime.now() < due {
+            guard !progressRoundScheduled else { return }
+            progressRoundScheduled = true
+            queue.asyncAfter(deadline: due) { [weak self] in
+                guard let self else { return }
+                progressRoundScheduled = false
+                advance()
+                progressRoundIfDue()
+            }
+            return
+        }
+        progressDue = false
+        lastProgressRound = .now()
+        for window in windows.values {
+            for subscription in window.subscribers { catchUp(subscription, window) }
+        }
+    }
+
+    /// Once a second: held-back changes to subscribers that can take them again, and windows
+    /// unwatched too long dropped.
     private func startTicking() {
         guard ticker == nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -273,14 +325,16 @@ package final class LiveQueryEngine: @unchecked Sendable {
 
     private func tick() {
         advance()
+        progressRoundIfDue()
         let expiry = DispatchTime.now().uptimeNanoseconds
         let lifetime = UInt64(Self.unwatchedWindowLifetime.components.seconds) * 1_000_000_000
         for (key, window) in windows {
             if window.subscribers.isEmpty, let since = window.unwatchedSince, since.uptimeNanoseconds + lifetime < expiry {
                 windows[key] = nil
+                index.remove(window)
                 continue
             }
-            for subscription in window.subscribers { catchUp(subscription, window) }
+            for subscription in window.subscribers where subscription.isBehind { catchUp(subscription, window) }
         }
         lock.lock()
         windowCount = windows.count
@@ -295,6 +349,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
 package final class LiveSubscription: @unchecked Sendable {
     private weak var engine: LiveQueryEngine?
     let isReady: @Sendable () -> Bool
+    let promptProgress: Bool
     private let send: @Sendable (LiveEvent) -> Void
     private let lock = NSLock()
     private var cancelled = false
@@ -305,8 +360,9 @@ package final class LiveSubscription: @unchecked Sendable {
     var isBehind = false
     var window: LiveWindow?
 
-    init(engine: LiveQueryEngine, isReady: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable (LiveEvent) -> Void) {
+    init(engine: LiveQueryEngine, promptProgress: Bool, isReady: @escaping @Sendable () -> Bool, deliver: @escaping @Sendable (LiveEvent) -> Void) {
         self.engine = engine
+        self.promptProgress = promptProgress
         self.isReady = isReady
         self.send = deliver
     }

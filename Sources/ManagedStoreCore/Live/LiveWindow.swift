@@ -24,6 +24,8 @@ final class LiveWindow {
     let followsRelationships: Bool
     /// Every entity the predicate and sorts read, with their sub-entities.
     let pathEntities: Set<String>
+    /// `attribute == constant` that every member meets (LiveWindowIndex.swift).
+    let equalityGuard: LiveEqualityGuard?
 
     private(set) var members: [LiveMember]
     private(set) var more: Bool
@@ -43,6 +45,7 @@ final class LiveWindow {
         kinds = Set(spec.request.includesSubentities ? prepared.entity.kinds.map { schema[$0].name } : [prepared.entity.name])
         followsRelationships = prepared.followsRelationships
         pathEntities = Set(prepared.entitiesRead.flatMap { schema[$0].kinds.map { schema[$0].name } })
+        equalityGuard = prepared.followsRelationships ? nil : LiveEqualityGuard.of(prepared.predicate, in: schema)
         self.members = []
         self.more = false
         self.since = token
@@ -93,7 +96,9 @@ final class LiveWindow {
             if case .attribute(let attribute) = value { values.append(attribute) } else { values.append(.null) }
             keys.append(PredicateSemantics.folded(value, sort.options))
         }
-        return LiveMember(id: object.objectID, sortValues: values, sortKeys: keys, payload: try spec.render(object))
+        var payload = try spec.render(object)
+        if spec.rendersFirstSortValue, let first = values.first { payload += Array(String(describing: first).utf8) }
+        return LiveMember(id: object.objectID, sortValues: values, sortKeys: keys, payload: payload)
     }
 
     /// The answer fetched whole: the first `limit` matches, and whether more exist.
@@ -116,7 +121,9 @@ final class LiveWindow {
     /// place. A limited window that lost members is refilled by a keyset fetch after its old
     /// last member (the objects past it are the ones that could move up). Nil when nothing
     /// changed.
-    func incrementalAnswer(changed: [ManagedObjectID], in context: ManagedObjectContext) throws -> (members: [LiveMember], more: Bool)? {
+    /// `mayHaveLeft`: one of `changed` may have matched before, past the last member of a full
+    /// window; whether more matches exist is then asked of the store.
+    func incrementalAnswer(changed: [ManagedObjectID], mayHaveLeft: Bool, in context: ManagedObjectContext) throws -> (members: [LiveMember], more: Bool)? {
         let changedSet = Set(changed)
         let evaluator = PredicateEvaluator(context: context)
         var candidates: [LiveMember] = []
@@ -128,7 +135,8 @@ final class LiveWindow {
             candidates.append(try member(object, evaluator))
         }
         let wasMember = members.contains { changedSet.contains($0.id) }
-        guard wasMember || !candidates.isEmpty else { return nil }
+        let moreInDoubt = more && mayHaveLeft
+        guard wasMember || !candidates.isEmpty || moreInDoubt else { return nil }
         candidates.sort(by: precedes)
         let kept = members.filter { !changedSet.contains($0.id) }
         let merged = Self.merge(kept, candidates, by: precedes)
@@ -140,7 +148,9 @@ final class LiveWindow {
         // Objects past the old last member were not held; those that match still follow it.
         // What is at or before it is known; if that is short of the limit, fetch what follows.
         let known = merged.prefix { !precedes(boundary, $0) }
-        if known.count >= limit { return (Array(known.prefix(limit)), true) }
+        if known.count > limit || (known.count == limit && (merged.count > limit || !moreInDoubt)) {
+            return (Array(known.prefix(limit)), true)
+        }
         let missing = limit - known.count
         var request = spec.request
         request.fetchLimit = missing + 1
