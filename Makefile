@@ -31,7 +31,7 @@ demo: deps
 
 ## make test: every test, the OpenAPI document's validity, a bounded HTTP fuzz and schemathesis run
 ## against the server, then the library tests again under ThreadSanitizer
-TEST_STAGES = test-openapi test-sqlite-store test-layers test-dictionary-store test-postgres-store test-example test-fuzz \
+TEST_STAGES = test-openapi test-sqlite-store test-layers test-dictionary-store test-postgres-store test-example test-fuzz test-live \
               test-schemathesis test-python-client test-swift-client test-tsan
 # Each stage in turn, and what each took; ThreadSanitizer's build in the background meanwhile
 # (scripts/test-stages.sh).
@@ -175,3 +175,17 @@ docker-check: deps
 
 clean:
 	rm -rf .build $(TSAN_SCRATCH) $(STATIC_SCRATCH) Benchmarks/.build data
+
+## make test-live: a short seeded run of the live-query walk (scripts/live/live_walk.py) against the real server
+.PHONY: test-live live-walk
+TEST_LIVE_SEED ?= 1
+TEST_LIVE_COMMITS ?= 300
+test-live: server
+	python3 -m unittest discover -s scripts/live -p 'test_*.py'
+	python3 scripts/live/live_walk.py --seed $(TEST_LIVE_SEED) --commits $(TEST_LIVE_COMMITS) --seconds 120 --writers 8 --faults
+
+## make live-walk: the long run (LIVE_COMMITS commits, a new seed unless LIVE_SEED is given)
+LIVE_COMMITS ?= 100000
+LIVE_SEED ?=
+live-walk: server
+	python3 scripts/live/live_walk.py $(if $(LIVE_SEED),--seed $(LIVE_SEED)) --commits $(LIVE_COMMITS) --seconds 7200 --writers 16 --faults

@@ -51,6 +51,9 @@ echo "schemathesis: $base/v1/openapi.json, seed $SEED, at most $EXAMPLES example
 status=0
 config="$PWD/scripts/schemathesis.toml"
 triage="$PWD/scripts/schemathesis_triage.py"
+# The live queries' streams (/v1/objects/{Entity}/live) are left out: a 200 never ends, and
+# schemathesis reads each answer whole. Their parameters are those of a fetch, which it covers;
+# the streams themselves are checked by scripts/live/live_walk.py (`make test-live`).
 # Run in the work dir: schemathesis keeps a cache of past failures (.schemathesis/) and hypothesis
 # its data (.hypothesis/) in the current directory; a cache left in the tree would replay old
 # failures first and make runs differ.
@@ -58,6 +61,7 @@ cd "$work"
 timeout --signal=INT --kill-after=10 "$LIMIT" python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.exit(schemathesis(prog_name="st"))' \
     --config-file "$config" run "$base/v1/openapi.json" --url "$base" \
     --checks all \
+    --exclude-path-regex '/live$' \
     --max-examples "$EXAMPLES" --seed "$SEED" --workers 1 --generation-database none --no-color \
     --report junit --report-dir "$work/report" ${ST_EXTRA:-} || status=$?
 if [ "$status" = 124 ] || [ "$status" = 130 ]; then

@@ -279,6 +279,9 @@ enum OpenAPIDocument {
        },
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -303,6 +306,9 @@ enum OpenAPIDocument {
        },
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -396,6 +402,9 @@ enum OpenAPIDocument {
       "headers": {
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -461,6 +470,9 @@ enum OpenAPIDocument {
       "headers": {
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -739,6 +751,123 @@ enum OpenAPIDocument {
     }
    }
   },
+  "/v1/objects/{entity}/live": {
+   "parameters": [
+    {
+     "$ref": "#/components/parameters/Entity"
+    }
+   ],
+   "get": {
+    "tags": [
+     "objects"
+    ],
+    "operationId": "liveQuery",
+    "summary": "A fetch kept current [NSFetchedResultsController], as server-sent events.",
+    "description": "Answers the fetch (`where`, `sort`, `limit`, `fields` as for a fetch; the first page\nonly) and then, as saves commit, the changes to that answer as positions, in a\n`text/event-stream` that stays open. The primary key ends every order, so it is total.\n\n- `event: snapshot`, `id: T`, `data: {\"token\": \"T\", \"objects\": [...], \"more\": bool}`:\n  the answer as a fetch read at history token T gives it (`more`: matches exist past\n  the last one).\n- `event: diff`, `id: T2`, `data: {\"from\": \"T1\", \"to\": \"T2\", \"ops\": [...], \"more\": bool}`:\n  what turns the answer at T1 into the answer at T2, applied in order, each index counted\n  in the list as the ops before it left it: `{\"op\": \"delete\", \"index\": i}`,\n  `{\"op\": \"insert\", \"index\": i, \"object\": {...}}`, `{\"op\": \"move\", \"from\": i, \"to\": j}`,\n  `{\"op\": \"update\", \"index\": i, \"object\": {...}}`. Deletes come first (from the end), then\n  moves, then inserts in ascending index, then updates at their final index (an object\n  whose JSON changed; a moved object that changed is updated after its move). A save\n  that changes nothing in the answer sends nothing; commits that come together are one\n  diff. Apply a diff only when `from` is the token you hold.\n- `event: progress`, `id: T`, `data: {\"token\": \"T\"}`: saves up to T left the answer as it\n  was; at most once a second, and at most about a second after a commit.\n- `event: reset`: as `snapshot`, when a resume cannot be answered as a diff (the server\n  restarted, or no longer keeps the answer your token names).\n- `event: error`: the query can no longer be kept current (the store failed); the stream\n  ends, reconnect.\n- A comment line (`: keep-alive`) every 15 s.\n\nResume with `Last-Event-ID: T` (what a browser's EventSource sends on reconnecting) or\n`since=T`: one diff from T, a progress when nothing changed, or a reset. A server keeps\na query's last 32 answers, and a query nobody watches for 60 s. A client that reads\nslower than its changes come gets them squashed into fewer diffs; past\n`--max-live-lag-bytes` unread (8 MiB) its stream is closed, and it resumes. Every 2xx\nwrite answer carries `History-Token`: wait for an event whose id is at least that token\nto see your own write. With a `postgres://` store, every server's streams see every\nserver's commits. Needs read on the entity and on every entity a key path of `where`\nor `sort` reaches.\n",
+    "parameters": [
+     {
+      "name": "where",
+      "in": "query",
+      "description": "A predicate in NSPredicate format, as for a fetch.",
+      "schema": {
+       "$ref": "#/components/schemas/Predicate"
+      },
+      "example": "priority >= 2 AND done == NO"
+     },
+     {
+      "name": "sort",
+      "in": "query",
+      "description": "Comma-separated keys, `-` for descending, as for a fetch; the primary key breaks ties ascending.",
+      "schema": {
+       "$ref": "#/components/schemas/SortKeys"
+      },
+      "example": "-priority,title[c]"
+     },
+     {
+      "name": "limit",
+      "in": "query",
+      "description": "At most this many objects in the answer (1 to 1000).",
+      "schema": {
+       "type": "integer",
+       "minimum": 1,
+       "maximum": 1000,
+       "default": 100
+      }
+     },
+     {
+      "$ref": "#/components/parameters/Fields"
+     },
+     {
+      "name": "since",
+      "in": "query",
+      "description": "Resume from this token (as Last-Event-ID does, which wins when both are sent).",
+      "schema": {
+       "$ref": "#/components/schemas/HistoryToken"
+      }
+     },
+     {
+      "name": "Last-Event-ID",
+      "in": "header",
+      "description": "The id of the last event the client received; the stream resumes from it.",
+      "schema": {
+       "$ref": "#/components/schemas/HistoryToken"
+      }
+     }
+    ],
+    "responses": {
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "200": {
+      "description": "The stream of events (it stays open).",
+      "content": {
+       "text/event-stream": {
+        "schema": {
+         "type": "string",
+         "description": "Events `snapshot`, `diff`, `progress`, `reset` (each `id: <token>` and one `data:` line of JSON), and comment lines."
+        }
+       }
+      }
+     },
+     "400": {
+      "description": "Malformed query (as for a fetch), or offset, after, include, count or fetch given (a live answer is the first page), or a server that records no history (--no-history).",
+      "content": {
+       "application/problem+json": {
+        "schema": {
+         "$ref": "#/components/schemas/Problem"
+        }
+       }
+      }
+     },
+     "404": {
+      "$ref": "#/components/responses/NotFound"
+     },
+     "405": {
+      "$ref": "#/components/responses/MethodNotAllowed"
+     },
+     "503": {
+      "description": "The server holds its limit of live queries (--max-live-queries), is starting or stopping; retry after Retry-After (code unavailable).",
+      "headers": {
+       "Retry-After": {
+        "schema": {
+         "type": "integer"
+        }
+       }
+      },
+      "content": {
+       "application/problem+json": {
+        "schema": {
+         "$ref": "#/components/schemas/Problem"
+        }
+       }
+      }
+     }
+    }
+   }
+  },
   "/v1/objects/{entity}/{pk}": {
    "parameters": [
     {
@@ -988,6 +1117,9 @@ enum OpenAPIDocument {
        },
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       }
      },
@@ -1005,6 +1137,9 @@ enum OpenAPIDocument {
        },
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -1122,6 +1257,9 @@ enum OpenAPIDocument {
        },
        "Idempotent-Replayed": {
         "$ref": "#/components/headers/IdempotentReplayed"
+       },
+       "History-Token": {
+        "$ref": "#/components/headers/HistoryToken"
        }
       },
       "content": {
@@ -1686,6 +1824,12 @@ enum OpenAPIDocument {
      "type": "string",
      "example": "0"
     }
+   },
+   "HistoryToken": {
+    "description": "On every 2xx write answer: the history token the write's save committed (the newest one when it changed nothing; a replayed answer keeps its token). A live query whose events reach this token shows the write.",
+    "schema": {
+     "$ref": "#/components/schemas/HistoryToken"
+    }
    }
   },
   "responses": {
@@ -1743,6 +1887,9 @@ enum OpenAPIDocument {
      },
      "Idempotent-Replayed": {
       "$ref": "#/components/headers/IdempotentReplayed"
+     },
+     "History-Token": {
+      "$ref": "#/components/headers/HistoryToken"
      }
     },
     "content": {
