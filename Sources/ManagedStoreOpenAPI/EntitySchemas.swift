@@ -48,7 +48,10 @@ struct EntitySchemas {
             properties.append(("_id", .object([("type", .string("string")),
                                                ("description", .string("Ignored (the path names the object): a body read back from a GET may keep it."))])))
         }
-        properties += entity.attributes.map { ($0.name, Self.attribute($0)) }
+        // A default belongs to an insert only: in a PATCH's schema a generated client would send
+        // it for every property left out (openapi-python-client does), resetting what it did
+        // not mean to change.
+        properties += entity.attributes.map { ($0.name, Self.attribute($0, showingDefault: requiring)) }
         properties += entity.relationships.map { ($0.name, refs ? Self.referenceOrRef($0) : relationship($0, embeddable: false)) }
         var members: [(String, JSONValue)] = [("type", .string("object")), ("properties", .object(properties)),
                                               ("additionalProperties", .bool(false))]
@@ -113,7 +116,7 @@ struct EntitySchemas {
                         ("example", .string("\(entities.first ?? "Entity")/1"))])
     }
 
-    static func attribute(_ attribute: AttributeDescription) -> JSONValue {
+    static func attribute(_ attribute: AttributeDescription, showingDefault: Bool = true) -> JSONValue {
         var members: [(String, JSONValue)]
         switch attribute.type {
         case .integer16, .integer32, .integer64:
@@ -150,7 +153,7 @@ struct EntitySchemas {
             // JSON Schema 2020-12 (OpenAPI 3.1): a list of types admits null.
             members[0].1 = .array([members[0].1, .string("null")])
         }
-        if !attribute.defaultValue.isNull { members.append(("default", attribute.defaultValue.jsonValue)) }
+        if showingDefault, !attribute.defaultValue.isNull { members.append(("default", attribute.defaultValue.jsonValue)) }
         return .object(members)
     }
 

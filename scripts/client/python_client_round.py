@@ -4,13 +4,15 @@
 Starts `managedstore serve --demo --store :memory:` on a free loopback port, reads
 /v1/openapi.json (the document of the loaded model), generates a client with
 openapi-python-client into a temporary folder, imports it, and with it inserts a Project and a
-Task linked to it, fetches by predicate, reads one, patches it with If-Match, sees a stale
-If-Match refused with 409, deletes it and reads 404. Every answer is checked as the typed
+Task linked to it, fetches by predicate, reads one, follows a live query (server-sent events)
+while it patches the task with If-Match and deletes it, sees a stale If-Match refused with 409,
+and reads 404. Every answer is checked as the typed
 model the generator made (`Task`, `ProjectFetchResult`, ...). Exit 0 when the round holds.
 """
 import importlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -59,10 +61,11 @@ def main():
                 sys.exit("python client: /v1/openapi.yaml is not the document /v1/openapi.json is")
         sys.path.insert(0, work)
         round_trip(base)
-        print("python client: openapi.yaml is openapi.json; a client generated from /v1/openapi.json; insert, fetch, get, patch, stale patch 409, delete, 404: ok")
+        print("python client: openapi.yaml is openapi.json; a client generated from /v1/openapi.json; insert, fetch, get, a live query followed through patch and delete, stale patch 409, 404: ok")
     finally:
         server.terminate()
         server.wait(timeout=15)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def round_trip(base):
@@ -93,17 +96,72 @@ def round_trip(base):
     got = get_task.sync(pk, client=client)
     check(isinstance(got, models.Task) and got.to_dict() == task.to_dict(), f"get answered {got!r}")
 
-    patched = patch_task.sync(pk, client=client, body=models.TaskValues(done=True), if_match='"1"')
+    # Follow a live query while the task changes: the snapshot holds it, the patch is an update
+    # at its index, and the delete below removes it (the History-Token of each write says which
+    # event carries it).
+    live = client.get_httpx_client().stream("GET", "/v1/objects/Task/live",
+                                            params={"where": "priority >= 3", "sort": "title", "fields": "title,done"},
+                                            headers={"Accept": "text/event-stream"}, timeout=30)
+    stream = live.__enter__()
+    check(stream.status_code == 200 and stream.headers["content-type"].startswith("text/event-stream"),
+          f"live query answered {stream.status_code} {stream.headers}")
+    events = sse_events(stream.iter_lines())
+    kind, event_id, snapshot = next(events)
+    check(kind == "snapshot" and [o["_id"] for o in snapshot["objects"]] == [task.field_id] and snapshot["more"] is False,
+          f"the live query's first event: {kind} {snapshot}")
+
+    detailed = patch_task.sync_detailed(pk, client=client, body=models.TaskValues(done=True), if_match='"1"')
+    patched = detailed.parsed
     check(isinstance(patched, models.Task) and patched.done is True and patched.field_version == 2, f"patch answered {patched!r}")
+    check(patched.priority == 3, f"a patch of done changed the priority: {patched.to_dict()}")
+    ops = ops_until(events, detailed.headers["History-Token"])
+    check(ops == [{"op": "update", "index": 0, "object": {"_id": task.field_id, "_version": 2, "title": "Ship it", "done": True}}],
+          f"the live query's diff for the patch: {ops}")
 
     stale = patch_task.sync_detailed(pk, client=client, body=models.TaskValues(priority=1), if_match='"1"')
     check(stale.status_code == 409 and isinstance(stale.parsed, models.ConflictProblem), f"a stale patch answered {stale.status_code}: {stale.content!r}")
 
     deleted = delete_task.sync_detailed(pk, client=client)
     check(deleted.status_code == 204, f"delete answered {deleted.status_code}")
+    ops = ops_until(events, deleted.headers["History-Token"])
+    check(ops == [{"op": "delete", "index": 0}], f"the live query's diff for the delete: {ops}")
+    live.__exit__(None, None, None)
     gone = get_task.sync_detailed(pk, client=client)
     check(gone.status_code == 404 and isinstance(gone.parsed, models.Problem), f"get after delete answered {gone.status_code}")
     check(json.loads(gone.content)["code"] == "not-found", f"the problem: {gone.content!r}")
+
+
+def sse_events(lines):
+    """(event, id, data) of each server-sent event; comment lines (keep-alives) skipped."""
+    kind, event_id, data = None, None, []
+    for line in lines:
+        if line == "":
+            if kind is not None:
+                yield kind, event_id, json.loads("\n".join(data))
+            kind, event_id, data = None, None, []
+        elif line.startswith(":"):
+            continue
+        else:
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                kind = value
+            elif field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+
+
+def ops_until(events, token):
+    """The ops of the diffs up to the event at `token` (a write's History-Token), progress skipped."""
+    ops = []
+    for kind, event_id, data in events:
+        check(kind in ("diff", "progress"), f"the live query sent {kind}: {data}")
+        if kind == "diff":
+            ops += data["ops"]
+        if int(event_id) >= int(token):
+            return ops
+    check(False, "the live query ended")
 
 
 def check(condition, message):
