@@ -16,6 +16,12 @@ func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
     if !condition { throw RoundFailure(description: message()) }
 }
 
+/// A write answer's History-Token, which every 2xx write carries.
+func historyToken(_ header: String?) throws -> String {
+    guard let header else { throw RoundFailure(description: "a write answered without a History-Token") }
+    return header
+}
+
 /// The `pk` of an ID such as `Task/42`.
 func primaryKey(_ id: String) throws -> Int {
     guard let key = id.split(separator: "/").last.flatMap({ Int($0) }) else { throw RoundFailure(description: "not an object ID: \(id)") }
@@ -51,10 +57,21 @@ func trackerRound(_ base: URL) async throws {
     let got = try await client.getTask(path: .init(pk: pk)).ok
     try expect(try got.body.json.title == "Launch" && got.headers.eTag == "\"1\"", "GET answered \(got)")
 
+    // A live query follows the task from here: each write's History-Token names the event
+    // that carries it.
+    let live = try LiveQueryReader(base: base, path: "/v1/objects/Task/live?where=priority%20%3E=%202&sort=title&fields=title,done")
+    let snapshot = try live.next()
+    try expect(snapshot.kind == "snapshot" && (snapshot.data["objects"] as? [[String: Any]])?.map { $0["_id"] as? String } == [task._id],
+               "the live query's snapshot: \(snapshot.data)")
+
     // Patch with If-Match.
-    let patched = try await client.patchTask(path: .init(pk: pk), headers: .init(ifMatch: "\"1\""),
-                                             body: .json(Schemas.TaskValues(done: true))).ok.body.json
-    try expect(patched._version == 2 && patched.done == true, "the patch answered \(patched)")
+    let patchAnswer = try await client.patchTask(path: .init(pk: pk), headers: .init(ifMatch: "\"1\""),
+                                                  body: .json(Schemas.TaskValues(done: true))).ok
+    let patched = try patchAnswer.body.json
+    try expect(patched._version == 2 && patched.done == true && patched.priority == 3, "the patch answered \(patched)")
+    let patchOps = try live.ops(through: try historyToken(patchAnswer.headers.historyToken))
+    try expect(patchOps.count == 1 && patchOps[0]["op"] as? String == "update" && patchOps[0]["index"] as? Int == 0
+               && (patchOps[0]["object"] as? [String: Any])?["done"] as? Bool == true, "the live query's diff for the patch: \(patchOps)")
 
     // The same patch again, still based on version 1: a 409 decoded as the conflict problem.
     let stale = try await client.patchTask(path: .init(pk: pk), headers: .init(ifMatch: "\"1\""), body: .json(Schemas.TaskValues(title: "Liftoff")))
@@ -91,8 +108,16 @@ func trackerRound(_ base: URL) async throws {
                "objects: the tag and the project whose tasks gained one, got \(tags.map(\._id)) and \(projects.map(\._id))")
     try expect(Int(saved.token).map { $0 > 0 } == true, "the token is \(saved.token)")
 
-    // Delete, then the object is gone.
-    _ = try await client.deleteTask(path: .init(pk: pk)).noContent
+    // The transaction's task (priority 4, "Review") entered the live query after "Launch".
+    let transactionOps = try live.ops(through: saved.token)
+    try expect(transactionOps.count == 1 && transactionOps[0]["op"] as? String == "insert" && transactionOps[0]["index"] as? Int == 1
+               && (transactionOps[0]["object"] as? [String: Any])?["_id"] as? String == nextID, "the live query's diff for the transaction: \(transactionOps)")
+
+    // Delete, then the object is gone (and left the live query).
+    let deleted = try await client.deleteTask(path: .init(pk: pk)).noContent
+    let deleteOps = try live.ops(through: try historyToken(deleted.headers.historyToken))
+    try expect(deleteOps.count == 1 && deleteOps[0]["op"] as? String == "delete" && deleteOps[0]["index"] as? Int == 0,
+               "the live query's diff for the delete: \(deleteOps)")
     let gone = try await client.getTask(path: .init(pk: pk))
     guard case .notFound(let notFound) = gone else { throw RoundFailure(description: "GET after DELETE answered \(gone)") }
     try expect(try notFound.body.applicationProblemJson.code == .notFound, "the 404's code")
@@ -167,7 +192,7 @@ guard arguments.count == 3, let tracker = URL(string: arguments[1]), let catalog
 }
 do {
     try await trackerRound(tracker)
-    print("swift client, demo model: insert with a relationship, fetch with where, get, patch with If-Match, 409 decoded, transaction with refs, delete: ok")
+    print("swift client, demo model: insert with a relationship, fetch with where, get, a live query followed through patch, transaction and delete, patch with If-Match, 409 decoded, transaction with refs, delete: ok")
     try await catalogRound(catalog)
     print("swift client, every attribute type: insert, values back exact, fetch with where, get, patch with If-Match, 409 decoded, transaction with refs, delete with cascade: ok")
 } catch {
