@@ -182,6 +182,7 @@ TEST_LIVE_SEED ?= 1
 TEST_LIVE_COMMITS ?= 300
 test-live: server
 	python3 -m unittest discover -s scripts/live -p 'test_*.py'
+	scripts/live/readme_eventsource.sh
 	python3 scripts/live/live_walk.py --seed $(TEST_LIVE_SEED) --commits $(TEST_LIVE_COMMITS) --seconds 120 --writers 8 --faults
 
 ## make live-walk: the long run (LIVE_COMMITS commits, a new seed unless LIVE_SEED is given)
