@@ -325,6 +325,37 @@ struct PostgreSQLStoreTests {
         #expect(stored == 1)
     }
 
+    @Test("a fetched results controller on one server sees the other server's saves and batch requests", .enabled(if: TestStore.isPostgres))
+    func controllerSeesTheOtherServer() async throws {
+        let (a, b) = try Self.twoServers()
+        let view = a.newBackgroundContext()
+        let request = FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: "priority >= 2"),
+                                   sortDescriptors: [ObjectSortDescriptor("priority", ascending: false)])
+        let controller = try view.performAndWait {
+            let controller = FetchedResultsController(fetchRequest: request, managedObjectContext: view)
+            try controller.performFetch()
+            return controller
+        }
+        let writer = b.newBackgroundContext()
+        let saved = try writer.performAndWait {
+            for (title, priority) in [("low", 1), ("high", 4), ("mid", 2)] {
+                let task = writer.insertNewObject(forEntityName: "Task")
+                task["title"] = title
+                task["priority"] = Int64(priority)
+            }
+            return try #require(try writer.save().token)
+        }
+        try await FetchedResultsControllerTests.waitUntil(view, controller, reaches: saved)
+        let titles = { try view.performAndWait { try controller.fetchedObjects?.map { try #require($0.value("title", as: String.self)) } } }
+        #expect(try titles() == ["high", "mid"])
+        let batch = try writer.performAndWait {
+            try #require(try writer.execute(BatchUpdateRequest(entityName: "Task", predicate: try ObjectPredicate(format: "title == \"low\""),
+                                                               propertiesToUpdate: ["priority": .attribute(.integer(5))])).changes.token)
+        }
+        try await FetchedResultsControllerTests.waitUntil(view, controller, reaches: batch)
+        #expect(try titles() == ["low", "high", "mid"])
+    }
+
     @Test("saves from two servers are one history, in one order, read the same from each", .enabled(if: TestStore.isPostgres))
     func oneHistoryAcrossServers() async throws {
         let (a, b) = try Self.twoServers()

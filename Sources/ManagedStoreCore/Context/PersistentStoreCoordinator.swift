@@ -44,6 +44,9 @@ public final class PersistentStoreCoordinator: Sendable {
         }
     }
 
+    /// Windows the engine keeps current; 0 without making the engine (a metric must not).
+    package var liveWindowsHeld: Int { liveQueryEngine.withLock { $0?.windowsHeld ?? 0 } }
+
     // MARK: Reading and writing
 
     /// Runs `body` in a read session on the store's latest committed state.

@@ -109,7 +109,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
         }
         subscription.held = since
         if since > now { return }  // a token of a commit this engine has not read yet: answered when it has
-        catchUp(subscription, window)
+        catchUp(subscription, window, inRound: true)  // a new stream has had no progress yet
     }
 
     /// A window's answer, fetched in a snapshot together with the token it holds at.
@@ -139,7 +139,11 @@ package final class LiveQueryEngine: @unchecked Sendable {
     /// when the answer is the same, a diff when the window still knows the answer it holds,
     /// else a reset. Held back while the subscriber is not ready. `held` is always the token
     /// of the last event delivered: the `from` the subscriber checks a diff against.
-    private func catchUp(_ subscription: LiveSubscription, _ window: LiveWindow) {
+    ///
+    /// A progress goes out only in a progress round (`inRound`), so that a stream hears one at
+    /// most once a second, or to a subscription that asked for every one; otherwise the next
+    /// round sends it.
+    private func catchUp(_ subscription: LiveSubscription, _ window: LiveWindow, inRound: Bool = false) {
         guard let held = subscription.held else { return }
         let now = currentToken(of: window)
         guard held < now else { return }
@@ -147,15 +151,30 @@ package final class LiveQueryEngine: @unchecked Sendable {
             subscription.isBehind = true
             return
         }
-        subscription.isBehind = false
-        subscription.held = now
-        guard held < window.since else { return subscription.deliver(.progress(token: now)) }
-        guard let (members, more) = window.answer(at: held) else {
+        let mayProgress = inRound || subscription.promptProgress
+        var change: (ops: [LiveOp], more: Bool)?
+        if held >= window.since {
+            change = nil
+        } else if let (members, more) = window.answer(at: held) {
+            let ops = LiveDiff.ops(from: members, to: window.members)
+            change = ops.isEmpty && more == window.more ? nil : (ops, window.more)
+        } else {
+            subscription.isBehind = false
+            subscription.held = now
             return subscription.deliver(.snapshot(token: now, members: window.members, more: window.more, isReset: true))
         }
-        let ops = LiveDiff.ops(from: members, to: window.members)
-        if ops.isEmpty && more == window.more { return subscription.deliver(.progress(token: now)) }
-        subscription.deliver(.diff(from: held, to: now, ops: ops, more: window.more))
+        guard let change else {
+            guard mayProgress else {
+                progressDue = true
+                return
+            }
+            subscription.isBehind = false
+            subscription.held = now
+            return subscription.deliver(.progress(token: now))
+        }
+        subscription.isBehind = false
+        subscription.held = now
+        subscription.deliver(.diff(from: held, to: now, ops: change.ops, more: change.more))
     }
 
     func leave(_ subscription: LiveSubscription) {
@@ -308,7 +327,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
         progressDue = false
         lastProgressRound = .now()
         for window in windows.values {
-            for subscription in window.subscribers { catchUp(subscription, window) }
+            for subscription in window.subscribers { catchUp(subscription, window, inRound: true) }
         }
     }
 
@@ -325,7 +344,6 @@ package final class LiveQueryEngine: @unchecked Sendable {
 
     private func tick() {
         advance()
-        progressRoundIfDue()
         let expiry = DispatchTime.now().uptimeNanoseconds
         let lifetime = UInt64(Self.unwatchedWindowLifetime.components.seconds) * 1_000_000_000
         for (key, window) in windows {
@@ -336,6 +354,7 @@ package final class LiveQueryEngine: @unchecked Sendable {
             }
             for subscription in window.subscribers where subscription.isBehind { catchUp(subscription, window) }
         }
+        progressRoundIfDue()
         lock.lock()
         windowCount = windows.count
         lock.unlock()

@@ -43,6 +43,10 @@ extension ManagedStoreService {
         for (key, count) in counts.conflicts.sorted(by: { ($0.key.policy, $0.key.resolved ? 1 : 0) < ($1.key.policy, $1.key.resolved ? 1 : 0) }) {
             text.sample("managedstore_conflicts_total", Double(count), labels: [("policy", key.policy), ("resolved", String(key.resolved))])
         }
+        text.family("managedstore_live_queries_open", "gauge", "Live query streams open (--max-live-queries bounds them).")
+        text.sample("managedstore_live_queries_open", Double(live.openCount))
+        text.family("managedstore_live_windows", "gauge", "Distinct live queries the engine keeps current (streams of one query share one; a window is kept a minute after its last stream, for resumes).")
+        text.sample("managedstore_live_windows", Double(coordinator.liveWindowsHeld))
         text.family("managedstore_read_pool_wait_seconds", "histogram", "Time reads waited for a reader of the store's pool.")
         text.histogram("managedstore_read_pool_wait_seconds", coordinator.readerWaitHistogram)
         // The store's own figures, each a gauge in its words (the SQLite store: its file and WAL).

@@ -128,6 +128,13 @@ final class LiveQueryStreams: @unchecked Sendable {
         return .stream(stream)
     }
 
+    /// Streams open now.
+    var openCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return open.count
+    }
+
     private func forget(_ stream: ResponseStream) {
         lock.lock()
         open[ObjectIdentifier(stream)] = nil
