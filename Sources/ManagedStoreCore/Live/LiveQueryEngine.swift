@@ -12,8 +12,9 @@ import Foundation
 /// entity the commit touched. A changed answer becomes steps (`LiveDiff`) for its subscribers.
 /// The writer only signals the engine (`addCommitObserver`), and never waits for it.
 ///
-/// `@unchecked Sendable`: the windows, the token and the subscriptions' delivery state are
-/// touched only on `queue`; `pendingAdvance` and `windowCount` under `lock`.
+/// `@unchecked Sendable`: everything but `pendingAdvance` and `windowCount` (the windows, their
+/// index, the token, the progress rounds' state, the subscriptions' delivery state) is touched
+/// only on `queue`; those two under `lock`.
 package final class LiveQueryEngine: @unchecked Sendable {
     /// How long a window without subscribers is kept, so that a client that reconnects gets
     /// a diff instead of the whole answer.
