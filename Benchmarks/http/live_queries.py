@@ -18,10 +18,12 @@ each part on a fresh `managedstore serve --demo` over a copy of that store, on 1
    which queries each write changes (the store holds no other "lq" titles); latency is from the
    write's 2xx answer (its History-Token T) to the first diff event with id >= T on each of
    them. Prints p50/p99 over those pairs and the pairs missing (none may be).
-2. throughput: POST insert (wrk -t2 -c16 -s post_insert.lua) in alternating runs on one server:
-   without streams, then with 10,000 (--quick: 1,000) idle ones open (`title == "idle-i"`, which
-   no POST matches; read all the time, so none is a slow consumer), --rounds times; each run and
-   the ratio with/without (goal >= 0.95).
+2. throughput: POST insert (wrk -t2 -c16 -s post_insert.lua) in alternating runs, a fresh server a round:
+   without streams and with 10,000 (--quick: 1,000) idle ones open (`title == "idle-i"`, which
+   no POST matches; read all the time, so none is a slow consumer), --rounds times in ABBA order;
+   each run and the ratio with/without (goal >= 0.95). The streams are held and read by
+   Benchmarks/http/sse_sink.c (compiled here; --reader python for the asyncio reader, which
+   takes most of a core by itself).
 3. memory: the server's VmRSS with 0, 1,000 and 10,000 (--quick: 100, 1,000) idle live queries
    open (`estimate >= x`, sort=estimate, every window full), limit 10 and limit 100, each limit
    on a fresh server: (RSS - RSS at 0) / N.
@@ -844,53 +846,155 @@ async def wrk_post(port, seconds):
     return result
 
 
+class CSink:
+    """The idle streams held by Benchmarks/http/sse_sink.c (one C epoll loop, reads discarded):
+    a Python reader of 10,000 streams takes most of a core of a two-core machine, which the
+    server's POSTs would lose to it; the C reader takes a few percent."""
+
+    def __init__(self, ctx, port, n, prefix, seconds):
+        self.process = subprocess.Popen([ctx.sink, str(port), str(n), prefix, str(int(seconds))],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.n = n
+
+    def counts(self, final=False):
+        """Its line "streams N bytes B events E ended K", asked for with SIGUSR1 (SIGTERM: the last)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM if final else signal.SIGUSR1)
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                return {}
+            parts = line.split()
+            if parts and parts[0] == "streams":
+                return {parts[i]: int(parts[i + 1]) for i in range(0, len(parts) - 1, 2)}
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def build_sink(ctx):
+    """Compiles sse_sink.c into the work folder; None without a C compiler."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        return None
+    out = os.path.join(ctx.work, "sse_sink")
+    done = subprocess.run([compiler, "-O2", "-o", out, os.path.join(HTTP, "sse_sink.c")], capture_output=True, text=True)
+    return out if done.returncode == 0 else None
+
+
+async def streams_settled(server, n, deadline):
+    """Waits until the server holds n live queries and has made their windows (its CPU quiet)."""
+    while time.monotonic() < deadline:
+        lines = await metrics_live(server.port)
+        open_now = next((float(l.split()[-1]) for l in lines if l.startswith("managedstore_live_queries_open ")), 0)
+        if open_now >= n:
+            cpu0 = server.cpu_seconds()
+            await asyncio.sleep(0.5)
+            if server.cpu_seconds() - cpu0 < 0.05:
+                return True
+        else:
+            await asyncio.sleep(0.5)
+    return False
+
+
 async def throughput_part(ctx):
     args = ctx.args
     n = ctx.sizes["idle"]
-    server = Server(ctx, fresh_store(ctx, "throughput"), "throughput")
     rounds = []
-    try:
-        await server.ready()
-        await wrk_post(server.port, 2)  # warm up
-        for r in range(args.rounds):
+    server = None
+
+    async def without_streams():
+        cpu0 = server.cpu_seconds()
+        result = await wrk_post(server.port, args.wrk_seconds)
+        result["server_cpu_s"] = round(server.cpu_seconds() - cpu0, 2)
+        return result
+
+    async def with_streams_c(r):
+        prefix = f"/v1/objects/Task/live?limit=10&where=title%20%3D%3D%20%22idle-{r}-"
+        started = time.monotonic()
+        sink = CSink(ctx, server.port, n, prefix, ctx.open_deadline + args.wrk_seconds + 120)
+        try:
+            settled = await streams_settled(server, n, started + ctx.open_deadline)
+            seconds = time.monotonic() - started
+            await asyncio.sleep(1)
+            before = sink.counts()
             cpu0 = server.cpu_seconds()
-            without = await wrk_post(server.port, args.wrk_seconds)
-            without["server_cpu_s"] = round(server.cpu_seconds() - cpu0, 2)
-            log(f"throughput round {r + 1}: without streams {without['rate']:,.0f}/s")
-            row = {"without": without}
-            if ctx.live:
-                lives = [Live(live_path(f'title == "idle-{r}-{i}"', limit=10), parse=False) for i in range(n)]
-                try:
-                    opened, failed, seconds = await open_many(server.port, lives, time.monotonic() + ctx.open_deadline)
-                    await asyncio.sleep(1)
-                    before = {id(l): dict(l.counts) for l in lives}
-                    bytes0 = sum(l.bytes for l in lives)
-                    cpu0 = server.cpu_seconds()
-                    with_ = await wrk_post(server.port, args.wrk_seconds)
-                    with_["server_cpu_s"] = round(server.cpu_seconds() - cpu0, 2)
-                    with_.update(open=opened, failed=failed, open_seconds=round(seconds, 2),
-                                 ended_during=sum(1 for l in lives if l.ended),
-                                 bytes_read=sum(l.bytes for l in lives) - bytes0,
-                                 progress_events=sum(l.counts.get("progress", 0) - before[id(l)].get("progress", 0) for l in lives),
-                                 diff_events=sum(l.counts.get("diff", 0) - before[id(l)].get("diff", 0) for l in lives))
-                    if with_["diff_events"]:
-                        CONTRACT.note("diff on a live query no write changed", f"{with_['diff_events']} diffs on title == \"idle-...\" streams")
-                    if r == 0:
-                        ctx.results.setdefault("metrics", {})["throughput, streams open"] = await metrics_live(server.port)
-                    ended = [l.ended for l in lives if l.ended]
-                    if ended:
-                        CONTRACT.note("idle stream closed by the server while read", f"{len(ended)}: {ended[0]}")
-                    row["with"] = with_
-                    row["ratio"] = round(with_["rate"] / without["rate"], 3)
-                    log(f"throughput round {r + 1}: with {opened} streams {with_['rate']:,.0f}/s (ratio {row['ratio']:.3f}; "
-                        f"{with_['progress_events']} progress events read, opened in {seconds:.1f}s)" + (f", failed {failed}" if failed else ""))
-                finally:
-                    await close_all(lives)
-                    await asyncio.sleep(1)
+            result = await wrk_post(server.port, args.wrk_seconds)
+            result["server_cpu_s"] = round(server.cpu_seconds() - cpu0, 2)
+            after = sink.counts(final=True)
+            result.update(open=after.get("streams", 0) - after.get("ended", 0), failed={} if settled else {"windows not all made in time": n}, open_seconds=round(seconds, 2),
+                          ended_during=after.get("ended", 0) - before.get("ended", 0),
+                          bytes_read=after.get("bytes", 0) - before.get("bytes", 0),
+                          progress_events=after.get("events", 0) - before.get("events", 0), reader="c")
+            if result["ended_during"]:
+                CONTRACT.note("idle stream closed by the server while read", f"{result['ended_during']} streams")
+            if r == 0:
+                ctx.results.setdefault("metrics", {})["throughput, streams open"] = await metrics_live(server.port)
+            return result
+        finally:
+            sink.stop()
+            await asyncio.sleep(1)
+
+    async def with_streams_python(r):
+        lives = [Live(live_path(f'title == "idle-{r}-{i}"', limit=10), parse=False) for i in range(n)]
+        try:
+            opened, failed, seconds = await open_many(server.port, lives, time.monotonic() + ctx.open_deadline)
+            await asyncio.sleep(1)
+            before = {id(l): dict(l.counts) for l in lives}
+            bytes0 = sum(l.bytes for l in lives)
+            cpu0 = server.cpu_seconds()
+            result = await wrk_post(server.port, args.wrk_seconds)
+            result["server_cpu_s"] = round(server.cpu_seconds() - cpu0, 2)
+            result.update(open=opened, failed=failed, open_seconds=round(seconds, 2),
+                          ended_during=sum(1 for l in lives if l.ended),
+                          bytes_read=sum(l.bytes for l in lives) - bytes0,
+                          progress_events=sum(l.counts.get("progress", 0) - before[id(l)].get("progress", 0) for l in lives),
+                          diff_events=sum(l.counts.get("diff", 0) - before[id(l)].get("diff", 0) for l in lives), reader="python")
+            if result["diff_events"]:
+                CONTRACT.note("diff on a live query no write changed", f"{result['diff_events']} diffs on title == \"idle-...\" streams")
+            if r == 0:
+                ctx.results.setdefault("metrics", {})["throughput, streams open"] = await metrics_live(server.port)
+            ended = [l.ended for l in lives if l.ended]
+            if ended:
+                CONTRACT.note("idle stream closed by the server while read", f"{len(ended)}: {ended[0]}")
+            return result
+        finally:
+            await close_all(lives)
+            await asyncio.sleep(1)
+
+    try:
+        for r in range(args.rounds):
+            # A fresh server on a fresh copy of the seeded store each round: every POST grows the
+            # table, and each idle stream's window is a scan of it (`title` has no index), so on
+            # one server the later rounds' windows were still being made while wrk ran.
+            server = Server(ctx, fresh_store(ctx, f"throughput-{r}"), f"throughput-{r}")
+            await server.ready()
+            await wrk_post(server.port, 2)  # warm up
+            row = {}
+            # ABBA: every POST grows the table, which slows the next run; the order alternates so
+            # that neither side is always measured on the larger table.
+            order = ["without", "with"] if r % 2 == 0 else ["with", "without"]
+            for side in order:
+                if side == "without":
+                    row["without"] = await without_streams()
+                    log(f"throughput round {r + 1}: without streams {row['without']['rate']:,.0f}/s")
+                elif ctx.live:
+                    row["with"] = await (with_streams_c(r) if ctx.sink else with_streams_python(r))
+                    w = row["with"]
+                    log(f"throughput round {r + 1}: with {w['open']} streams ({w['reader']} reader) {w['rate']:,.0f}/s "
+                        f"({w['progress_events']} progress events read, opened in {w['open_seconds']:.1f}s)")
+            if "with" in row:
+                row["ratio"] = round(row["with"]["rate"] / row["without"]["rate"], 3)
+                log(f"throughput round {r + 1}: ratio {row['ratio']:.3f}")
             rounds.append(row)
+            server.stop()
+            server = None
         return {"streams": n, "seconds": args.wrk_seconds, "rounds": rounds}
     finally:
-        server.stop()
+        if server:
+            server.stop()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1072,8 +1176,11 @@ def report(ctx):
     if r.get("throughput"):
         t = r["throughput"]
         rounds = t["rounds"]
-        out.append(f"POST insert (`wrk -t2 -c16 -d{t['seconds']}s -s Benchmarks/http/post_insert.lua`), alternating on one server, "
-                   f"without and with {t['streams']:,} idle live queries open and read (`title == \"idle-i\"`, never changed by the POSTs):")
+        readers = {x["with"].get("reader", "python") for x in rounds if "with" in x}
+        out.append(f"POST insert (`wrk -t2 -c16 -d{t['seconds']}s -s Benchmarks/http/post_insert.lua`), alternating on a fresh server each round "
+                   f"(ABBA: without then with in odd rounds, with then without in even ones), "
+                   f"without and with {t['streams']:,} idle live queries open and read (`title == \"idle-i\"`, never changed by the POSTs; "
+                   f"read by {' and '.join(sorted(readers)) or '-'}: c is Benchmarks/http/sse_sink.c):")
         out.append("")
         out.append("| run | " + " | ".join(f"round {i + 1}" for i in range(len(rounds))) + " | median |")
         out.append("|---|" + "---:|" * (len(rounds) + 1))
@@ -1186,6 +1293,8 @@ def main():
     parser.add_argument("--changes", type=int, default=None, help="bytes: writes (100; --quick 40)")
     parser.add_argument("--budget", type=float, default=540, help="seconds after which no further part starts")
     parser.add_argument("--json", help="write every number here too")
+    parser.add_argument("--reader", choices=["c", "python"], default="c",
+                        help="throughput: who holds and reads the idle streams (c: sse_sink.c, when a C compiler is here)")
     args = parser.parse_args()
     args.seconds = args.seconds or (3 if args.quick else 5)
     args.wrk_seconds = args.wrk_seconds or (3 if args.quick else 8)
@@ -1224,6 +1333,9 @@ def main():
             log("warning: serve --help lists no --max-live-queries: past the default (1000) streams are 503")
         if "--max-connections " in help_text and need > 16000:
             ctx.server_flags += ["--max-connections", str(need + 1000)]
+        ctx.sink = build_sink(ctx) if args.reader == "c" else None
+        if args.reader == "c" and ctx.sink is None:
+            log("warning: no C compiler: the idle streams are read by Python")
         log(f"binary {args.binary} (copied), server flags {ctx.server_flags}, open-file limit {files}")
         try:
             asyncio.run(main_async(ctx))

@@ -9,11 +9,13 @@
 // Stream i asks for PATH_PREFIX followed by i (a distinct query each, e.g.
 // "/v1/objects/Task/live?limit=10&where=title%20%3D%3D%20%22idle-" and the closing quote
 // added by the sink). Prints, when SECONDS have passed: streams open, bytes and events read,
-// streams the server ended. Loopback only.
+// streams the server ended. SIGUSR1 prints the same line at once (and reading goes on); SIGTERM
+// prints it and ends. Loopback only.
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,11 @@ static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static volatile sig_atomic_t asked = 0, stopping = 0;
+static void on_signal(int number) {
+    if (number == SIGTERM) stopping = 1; else asked = 1;
 }
 
 int main(int argc, char **argv) {
@@ -58,7 +65,15 @@ int main(int argc, char **argv) {
     char buffer[65536];
     struct epoll_event ready[256];
     double deadline = now() + seconds;
-    while (now() < deadline) {
+    struct sigaction action = { .sa_handler = on_signal };
+    sigaction(SIGUSR1, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+    while (now() < deadline && !stopping) {
+        if (asked) {
+            asked = 0;
+            printf("streams %d bytes %lld events %lld ended %d\n", open_streams, bytes, events, ended);
+            fflush(stdout);
+        }
         int n = epoll_wait(ep, ready, 256, 100);
         for (int k = 0; k < n; k++) {
             int fd = ready[k].data.fd;

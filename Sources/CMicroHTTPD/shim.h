@@ -5,6 +5,9 @@
 #include <sys/types.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+// For the streams taken out of libmicrohttpd (StreamPump.swift): Glibc's module has neither.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <microhttpd.h>
 
 // MHD_get_connection_info is variadic, so Swift cannot call it: these ask it the three

@@ -38,6 +38,10 @@ public final class HTTPServer: @unchecked Sendable {
         /// Memory per connection; it also caps the size of the request headers (431 above it).
         /// libmicrohttpd's default: a larger pool costs a larger clear on every request.
         public var connectionMemoryLimit: Int = 32_768
+        /// Streams leave libmicrohttpd with their connections (`StreamHandOff.swift`). Off only to
+        /// compare the two ways of sending a stream (the environment's
+        /// MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD=1 turns it off for a server process).
+        public var handsOffStreams = ProcessInfo.processInfo.environment["MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD"] != "1"
         /// Where the HTTP layer's own warnings go (a client at its connection limit), at most one
         /// line every 10 seconds; nowhere when nil.
         public var warn: (@Sendable (String) -> Void)?
@@ -63,6 +67,9 @@ public final class HTTPServer: @unchecked Sendable {
     private var inFlightBodyBytes = 0
     /// Streams being sent (server-sent events): a stop ends them.
     private var streams: [ObjectIdentifier: ResponseStream] = [:]
+    /// Sends the streams taken out of libmicrohttpd (nil when epoll could not be had: they then
+    /// stay in libmicrohttpd). Set in `start`.
+    private(set) var streamPump: StreamPump?
 
     public init(configuration: Configuration, handler: HTTPRequestHandler) {
         self.configuration = configuration
@@ -74,16 +81,22 @@ public final class HTTPServer: @unchecked Sendable {
         // MHD owns the socket once started (MHD_stop_daemon closes it).
         let listenSocket = try Self.listen(host: configuration.host, port: configuration.port)
         port = try Self.boundPort(listenSocket)
+        // MHD_USE_TURBO: libmicrohttpd then closes a connection without shutting its socket down
+        // first, which handing a stream its socket needs (StreamHandOff.swift); it also tries
+        // reads and writes before asking epoll.
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
         let context = Unmanaged.passUnretained(self).toOpaque()
         let completed = unsafeBitCast(mhdRequestCompleted as MHD_RequestCompletedCallback, to: UnsafeRawPointer.self)
         let notify = unsafeBitCast(mhdConnectionNotice as MHD_NotifyConnectionCallback, to: UnsafeRawPointer.self)
+        let log = unsafeBitCast(mhdLog as MHD_LogCallback, to: UnsafeRawPointer.self)
         let threads = max(2, configuration.threads)
         let limits = connectionLimits(threads: threads)
         let connections = ConnectionGuard(limits: limits.guarded, warn: configuration.warn ?? { _ in })
         self.connections = connections
         let options: [CVarArg] = [
+            // First, as libmicrohttpd asks, so that no message goes elsewhere.
+            MHD_OPTION.EXTERNAL_LOGGER.rawValue, OpaquePointer(log), OpaquePointer(context),
             MHD_OPTION.LISTEN_SOCKET.rawValue, listenSocket,
             MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: threads),
             MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: limits.libmicrohttpd),
@@ -93,10 +106,13 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_OPTION.NOTIFY_CONNECTION.rawValue, OpaquePointer(notify), OpaquePointer(context),
             MHD_OPTION.END.rawValue,
         ]
+        streamPump = configuration.handsOffStreams ? StreamPump(stallSeconds: configuration.connectionTimeout) : nil
+        streamPump?.start()
         daemon = withVaList(options) { arguments in
             MHD_start_daemon_va(UInt32(flags), 0, mhdAcceptPolicy, context, mhdAccessHandler, context, arguments)
         }
         guard daemon != nil else {
+            streamPump?.stop()
             close(listenSocket)
             throw HTTPServerError.cannotStart("libmicrohttpd refused to start on \(configuration.host):\(port)")
         }
@@ -155,7 +171,7 @@ public final class HTTPServer: @unchecked Sendable {
         lock.unlock()
         open.forEach { $0.close() }
         lock.lock()
-        while (!suspended.isEmpty || inFlightRequests > 0) && DispatchTime.now() < deadline {
+        while (!suspended.isEmpty || inFlightRequests > 0 || !streams.isEmpty) && DispatchTime.now() < deadline {
             _ = lock.wait(until: Date(timeIntervalSinceNow: min(0.05, Self.seconds(until: deadline))))
         }
         let abandoned = suspended.values.map(\.deferred)
@@ -173,6 +189,8 @@ public final class HTTPServer: @unchecked Sendable {
         daemon = nil
         lock.unlock()
         if let stopping { MHD_stop_daemon(stopping) }
+        // Streams whose clients did not take their last bytes by the deadline are cut off.
+        streamPump?.stop()
         connections?.stopSweeping()
     }
 

@@ -25,6 +25,7 @@ func mhdAccessHandler(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePoint
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, mhdCollectArgument, statePointer)
         state.id = RequestID.pick(from: state.headers)
         state.mediaType = HTTPRequest.mediaType(in: state.headers)
+        if let version, strcmp(version, "HTTP/1.0") == 0 { state.isHTTP10 = true }
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         server.requestBegan()
         // The head is in: its deadline no longer applies.
@@ -183,7 +184,10 @@ func mhdRequestCompleted(_ cls: UnsafeMutableRawPointer?, _ connection: OpaquePo
     }
     state.takeUnretainedValue().bodyStream?.cancel()
     server.requestEnded(state.takeUnretainedValue())
-    server.handler.requestCompleted(state.takeUnretainedValue().completed(at: now))
+    // A stream handed off is logged when it ends (`mhdHandOff`).
+    if !state.takeUnretainedValue().handedOff {
+        server.handler.requestCompleted(state.takeUnretainedValue().completed(at: now))
+    }
     state.release()
     requestContext.pointee = nil
 }
@@ -233,6 +237,8 @@ func mhdQueue(_ connection: OpaquePointer, _ response: HTTPResponse, state: Requ
 
 /// Queues a streaming answer: its headers now, its body pulled through `mhdStreamRead`.
 func mhdQueueStream(_ connection: OpaquePointer, _ stream: ResponseStream, state: RequestState, server: HTTPServer) -> MHD_Result {
+    // Its own socket if it can (StreamHandOff.swift): MHD_NO closes libmicrohttpd's copy only.
+    if mhdHandOff(connection, stream, state: state, server: server) { return .NO }
     stream.attach(connection, server: server)
     server.noteStream(stream)
     let context = Unmanaged.passRetained(stream).toOpaque()
@@ -261,5 +267,5 @@ func mhdStreamRead(_ cls: UnsafeMutableRawPointer?, _ position: UInt64, _ buffer
 /// libmicrohttpd is done with a streaming answer: the stream ends and its reference goes.
 func mhdStreamEnded(_ cls: UnsafeMutableRawPointer?) {
     guard let cls else { return }
-    Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().ended()
+    Unmanaged<ResponseStream>.fromOpaque(cls).takeRetainedValue().mhdEnded()
 }

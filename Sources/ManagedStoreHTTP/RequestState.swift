@@ -45,6 +45,11 @@ final class RequestState: @unchecked Sendable {
     @exclusivity(unchecked) var sentStatus: Int?
     @exclusivity(unchecked) var sentBytes = 0
     var sentStream: ResponseStream?
+    /// The request came as HTTP/1.0 (a stream handed off is then not chunked).
+    @exclusivity(unchecked) var isHTTP10 = false
+    /// Its stream left libmicrohttpd with the connection (`mhdHandOff`): the request is logged
+    /// when the stream ends, not when libmicrohttpd lets the connection go.
+    var handedOff = false
 
     init(method: String, path: String) {
         self.method = method

@@ -128,6 +128,17 @@ final class RawHTTPClient {
         return (body, false)
     }
 
+    /// Reads a body that is not chunked (an HTTP/1.0 stream, which ends with the connection)
+    /// until `enough` says so about what came so far, or the connection ends (`ended` true).
+    func readUntilClosed(seconds: Double = 20, until enough: ([UInt8]) -> Bool) throws -> (body: [UInt8], ended: Bool) {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while !enough(buffer) {
+            guard Date() < deadline else { throw ClientError.timeout }
+            do { try fill() } catch ClientError.closed { return (buffer, true) }
+        }
+        return (buffer, false)
+    }
+
     /// Whether the server has closed the connection (reads end of stream).
     func isClosedByServer() -> Bool {
         do { try fill(); return false } catch ClientError.closed { return true } catch { return false }

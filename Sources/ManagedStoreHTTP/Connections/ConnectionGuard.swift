@@ -47,6 +47,10 @@ final class ConnectionGuard: @unchecked Sendable {
     private var admitting: [UInt: ClientAddress] = [:]
     /// Shut down by the guard, and not yet reported closed.
     private var closingCount = 0
+    /// Streams taken out of libmicrohttpd (`StreamHandOff`): still connections of their
+    /// clients, counted in `perAddress` and against the total, but never closed to make room
+    /// nor swept (they are answers being sent, not connections waiting for a request).
+    private var handedOff = 0
     /// Connections waiting for a request, as of the last sweep: the one to close first is last.
     /// `silentSince` is when the wait of one that had sent nothing began (nil: its head had begun).
     private var idleCandidates: [(record: ConnectionRecord, ended: UInt32, silentSince: UInt64?)] = []
@@ -93,7 +97,7 @@ final class ConnectionGuard: @unchecked Sendable {
                 return false
             }
         }
-        if records.count - closingCount + admitting.count >= limits.total {
+        if records.count - closingCount + admitting.count + handedOff >= limits.total {
             guard let idlest = popIdleCandidate() else {
                 refusals[.total, default: 0] += 1
                 return false
@@ -114,6 +118,28 @@ final class ConnectionGuard: @unchecked Sendable {
         fresh.append(record)
         lock.unlock()
         return record
+    }
+
+    /// A stream leaves libmicrohttpd with its connection: counted from here until `streamEnded`
+    /// (called before libmicrohttpd reports its copy closed, so the count never dips).
+    func streamHandedOff(from address: ClientAddress?) {
+        lock.lock()
+        perAddress[address ?? .unknown, default: 0] += 1
+        handedOff += 1
+        lock.unlock()
+    }
+
+    /// A stream handed off has ended and its socket is closed.
+    func streamEnded(from address: ClientAddress?) {
+        let address = address ?? .unknown
+        lock.lock()
+        if let held = perAddress[address], held > 1 {
+            perAddress[address] = held - 1
+        } else {
+            perAddress[address] = nil
+        }
+        handedOff -= 1
+        lock.unlock()
     }
 
     /// libmicrohttpd is closing a connection (its socket is still open).
@@ -231,7 +257,7 @@ final class ConnectionGuard: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         var statistics = ConnectionStatistics()
-        statistics.open = records.count
+        statistics.open = records.count + handedOff
         statistics.limit = limits.total
         statistics.perClientLimit = limits.perClient
         statistics.refused = refusals

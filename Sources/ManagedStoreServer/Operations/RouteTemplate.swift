@@ -8,7 +8,7 @@ import ManagedStoreHTTP
 /// logged by its route.
 enum RouteTemplate: Int, CaseIterable {
     case model, transactions, changes, healthz, readyz, metrics, openapiJSON, openapiYAML
-    case objects, object, aggregate, fetchedProperty
+    case objects, object, aggregate, live, fetchedProperty
     case unmatched
 
     /// The template as logs and labels write it.
@@ -25,6 +25,7 @@ enum RouteTemplate: Int, CaseIterable {
         case .objects: return "/v1/objects/{entity}"
         case .object: return "/v1/objects/{entity}/{pk}"
         case .aggregate: return "/v1/objects/{entity}/aggregate"
+        case .live: return "/v1/objects/{entity}/live"
         case .fetchedProperty: return "/v1/objects/{entity}/{pk}/{fetchedProperty}"
         case .unmatched: return "unmatched"
         }
@@ -69,7 +70,8 @@ enum RouteTemplate: Int, CaseIterable {
                 return segment(bounds.1, is: "objects") ? .objects : .unmatched
             case 4:
                 guard segment(bounds.1, is: "objects") else { return .unmatched }
-                return segment(bounds.3, is: "aggregate") ? .aggregate : .object
+                if segment(bounds.3, is: "aggregate") { return .aggregate }
+                return segment(bounds.3, is: "live") ? .live : .object
             default:
                 return segment(bounds.1, is: "objects") ? .fetchedProperty : .unmatched
             }
