@@ -146,7 +146,8 @@ bench: deps
 	cd Benchmarks && $(SWIFT) run -c release managedstore-bench
 
 ## make bench-check: the guard before saying an issue is resolved (not in CI): GET, POST and an
-## NDJSON import against their C ceilings for about a minute, each ratio beside its goal and the
+## NDJSON import against their C ceilings for about a minute, the library's insert and 3-clause
+## fetch against raw SQLite (managedstore-bench --check), each ratio beside its goal and the
 ## last one recorded in Benchmarks/last-check.txt (which it rewrites: commit it)
 bench-check: deps
 	Benchmarks/http/bench-check.sh

@@ -20,6 +20,9 @@ var stacksOnly = false
 var walkOnly = false
 /// Only a parent entity's fetches against one entity's (InheritanceBenchmark.swift).
 var inheritanceOnly = false
+/// The library's lines of `make bench-check`: the insert (history on, the default) in alternating
+/// rounds and the 3-clause fetch, each against raw SQLite, as `check NAME RATIO (...)` lines.
+var checkOnly = false
 var countGiven = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -38,8 +41,9 @@ while let argument = arguments.popFirst() {
     case "--stacks-only": stacksOnly = true
     case "--walk-only": walkOnly = true
     case "--inheritance-only": inheritanceOnly = true
+    case "--check": checkOnly = true
     default:
-        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only]")
+        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only] [--check]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -106,11 +110,6 @@ if stacksOnly {
     exit(0)
 }
 
-say("ManagedStore benchmark: \(grouped(workload.count)) Task objects, save + reset every \(grouped(workload.batchSize))")
-say("Stores: SQLite \(RawDatabase.version) files, WAL, durability .normal = PRAGMA synchronous=NORMAL on both sides")
-say("Files:  \(directory.path)\(keepFiles ? " (kept)" : " (removed at the end)")")
-say()
-
 /// Checks that both sides did the same work; a mismatch makes the run fail.
 var failures: [String] = []
 @MainActor func check<T: Equatable>(_ what: String, _ managedStore: T, _ raw: T) {
@@ -141,6 +140,60 @@ var failures: [String] = []
     }
     return (best.ms!, best.raw!)
 }
+
+if checkOnly {
+    if !countGiven { workload.count = 300_000 }
+    say("make bench-check, the library: \(grouped(workload.count)) Tasks inserted (save + reset every \(grouped(workload.batchSize)), history on) and 3-clause fetches, against raw SQLite \(RawDatabase.version); WAL, synchronous=NORMAL on both sides")
+    do {
+        // Two rounds, each on new files, the side that goes first alternating: an insert is
+        // too long to repeat often, and the machine's load moves within a minute.
+        var inserts: [(ms: InsertBenchmark.Result, raw: InsertBenchmark.Result)] = []
+        var lastFiles: (store: URL, raw: String)?
+        for round in 0..<2 {
+            let roundDirectory = directory.appendingPathComponent("round-\(round)")
+            try FileManager.default.createDirectory(at: roundDirectory, withIntermediateDirectories: true)
+            let store = roundDirectory.appendingPathComponent("managedstore.sqlite")
+            let raw = roundDirectory.appendingPathComponent("raw.sqlite").path
+            func ours() throws -> InsertBenchmark.Result { try InsertBenchmark.managedStore(at: store, workload) }
+            func theirs() throws -> InsertBenchmark.Result {
+                try InsertBenchmark.createSchema(at: URL(fileURLWithPath: raw))
+                return try InsertBenchmark.rawSQLite(at: raw, workload)
+            }
+            let pair: (ms: InsertBenchmark.Result, raw: InsertBenchmark.Result)
+            if round % 2 == 0 {
+                let ms = try ours()
+                pair = (ms, try theirs())
+            } else {
+                let r = try theirs()
+                pair = (try ours(), r)
+            }
+            check("stored rows, round \(round + 1)", try InsertBenchmark.fingerprint(of: store.path).rows, try InsertBenchmark.fingerprint(of: raw).rows)
+            step("insert round \(round + 1): ManagedStore \(grouped(pair.ms.perSecond))/s, raw \(grouped(pair.raw.perSecond))/s")
+            inserts.append(pair)
+            lastFiles = (store, raw)
+        }
+        let container = try PersistentContainer(model: .taskTracker(), store: .sqlite(lastFiles!.store, durability: .normal))
+        let rawDB = try RawDatabase(path: lastFiles!.raw, readOnly: true)
+        let fetch = try bestOf("3-clause fetches (objects, limit \(PredicateBenchmark.limit))",
+                               managedStore: { try PredicateBenchmark.managedStoreObjects(container) },
+                               raw: { try PredicateBenchmark.rawObjects(rawDB) })
+        let ratios = inserts.map { $0.ms.perSecond / $0.raw.perSecond }
+        // Of two rounds, the median is their mean.
+        let median = ratios.reduce(0, +) / Double(ratios.count)
+        say("check insert \(fixed(median, 3)) (ManagedStore \(inserts.map { grouped($0.ms.perSecond) }.joined(separator: ", "))/s, raw SQLite \(inserts.map { grouped($0.raw.perSecond) }.joined(separator: ", "))/s)")
+        say("check fetch3 \(fixed(fetch.managedStore.perSecond / fetch.raw.perSecond, 3)) (ManagedStore \(grouped(fetch.managedStore.perSecond)) fetches/s, raw SQLite \(grouped(fetch.raw.perSecond)) fetches/s)")
+    } catch {
+        failures.append("\(error)")
+        say("managedstore-bench failed: \(error)")
+    }
+    if !keepFiles { try? FileManager.default.removeItem(at: directory) }
+    exit(failures.isEmpty ? 0 : 1)
+}
+
+say("ManagedStore benchmark: \(grouped(workload.count)) Task objects, save + reset every \(grouped(workload.batchSize))")
+say("Stores: SQLite \(RawDatabase.version) files, WAL, durability .normal = PRAGMA synchronous=NORMAL on both sides")
+say("Files:  \(directory.path)\(keepFiles ? " (kept)" : " (removed at the end)")")
+say()
 
 do {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
