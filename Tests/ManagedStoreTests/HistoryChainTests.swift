@@ -27,7 +27,8 @@ struct HistoryChainTests {
     static func scanned(_ container: PersistentContainer, _ id: ManagedObjectID, after version: Int64) throws -> [String]? {
         try container.coordinator.sqlite.writer.withConnection { connection throws(StoreError) -> [String]? in
             var rows: [(token: Int64, type: Int64, version: Int64?)] = []
-            try connection.withStatement(#"SELECT "token", "type", "version" FROM "_history_change" WHERE "entity" = ? AND "pk" = ? ORDER BY "token" DESC"#) { s throws(StoreError) in
+            // The object's own rows, and the runs of inserts (format 7) whose keys include it.
+            try connection.withStatement(#"SELECT "token", "type", "version" FROM "_history_change" WHERE "entity" = ?1 AND "pk" <= ?2 AND coalesce("through", "pk") >= ?2 ORDER BY "token" DESC"#) { s throws(StoreError) in
                 s.bindText(id.entityName, at: 1)
                 s.bind(id.primaryKey ?? 0, at: 2)
                 while try s.step() { rows.append((s.int64(0), s.int64(1), s.isNull(2) ? nil : s.int64(2))) }
@@ -35,6 +36,17 @@ struct HistoryChainTests {
             guard let reached = rows.firstIndex(where: { $0.version == version }) else { return nil }
             return rows[..<reached].map { "\($0.type)/\($0.version.map(String.init) ?? "-")" }
         }
+    }
+
+    /// Deletes `project` with its tasks (the cascade) and inserts a new project in its place.
+    static func replaceProject(_ project: ManagedObject, in context: ManagedObjectContext, name: String,
+                               projects: inout [ManagedObject], tasks: inout [ManagedObject]) {
+        let doomed = Set(project.objectIDs(forKey: "tasks"))
+        context.delete(project)
+        tasks.removeAll { doomed.contains($0.objectID) }
+        let replacement = context.insertNewObject(forEntityName: "Project")
+        replacement.setValue(name, forKey: "name")
+        projects = projects.map { $0 === project ? replacement : $0 }
     }
 
     @Test("random saves on tasks, projects and tags: for every object and base version the chain finds what a scan of the history finds")
@@ -81,13 +93,7 @@ struct HistoryChainTests {
                 case 7: pick(projects).setValue("renamed \(serial)", forKey: "name")
                 default:
                     // A project deleted with its tasks (cascade), and a new one in its place.
-                    let project = pick(projects)
-                    let doomed = Set(project.objectIDs(forKey: "tasks"))
-                    context.delete(project)
-                    tasks.removeAll { doomed.contains($0.objectID) }
-                    let replacement = context.insertNewObject(forEntityName: "Project")
-                    replacement.setValue("project \(serial)", forKey: "name")
-                    projects = projects.map { $0 === project ? replacement : $0 }
+                    Self.replaceProject(pick(projects), in: context, name: "project \(serial)", projects: &projects, tasks: &tasks)
                 }
                 let saved = try context.save()
                 known += saved.inserted.filter { !known.contains($0) }

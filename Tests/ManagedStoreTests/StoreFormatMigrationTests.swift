@@ -404,7 +404,7 @@ struct StoreFormatMigrationTests {
         #expect(try container.coordinator.history(after: try container.coordinator.oldestHistoryToken()).map(\.token.rawValue) == [8])
     }
 
-    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["7", "0", "", nil] as [String?])
+    @Test("a store of a format this version does not know is refused, saying which formats it reads", arguments: ["8", "0", "", nil] as [String?])
     func unknownFormatRefused(_ format: String?) throws {
         let store = TemporaryStore()
         do { _ = try PersistentContainer(model: Self.model, store: .sqlite(store.url)) }
@@ -419,8 +419,8 @@ struct StoreFormatMigrationTests {
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             let text = "\(error)"
-            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4", "5", "6"])
-                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4, 5, 6")
+            return error == .unsupportedFormat(path: store.url.path, format: format ?? "none", readable: ["1", "2", "3", "4", "5", "6", "7"])
+                && text.contains("file format \(format ?? "none")") && text.contains("reads formats 1, 2, 3, 4, 5, 6, 7")
         }
         #expect(try Self.formatAndSchema(store.url).format == format)
     }

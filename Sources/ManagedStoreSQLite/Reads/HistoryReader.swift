@@ -41,23 +41,28 @@ struct HistoryReader {
         }
         var changes: [PersistentHistoryChange] = []
         try connection.withStatement(
-            #"SELECT "entity", "pk", "type", "version", "properties", "previous" FROM "_history_change" WHERE "token" = ? ORDER BY "entity", "pk""#) { s throws(StoreError) in
+            #"SELECT "entity", "pk", "type", "version", "properties", "previous", "through" FROM "_history_change" WHERE "token" = ? ORDER BY "entity", "pk""#) { s throws(StoreError) in
             s.bind(token, at: 1)
             while try s.step() {
                 let entityName = s.text(0)
                 if let entities, !entities.contains(entityName) { continue }
-                if let change = change(from: s) { changes.append(change) }
+                // A run of inserts (format 7) is one change per key, in key order.
+                let first = s.int64(1)
+                for pk in first...(s.isNull(6) ? first : max(first, s.int64(6))) {
+                    if let change = change(from: s, pk: pk) { changes.append(change) }
+                }
             }
         }
         return PersistentHistoryTransaction(token: PersistentHistoryToken(rawValue: token), timestamp: Date(timeIntervalSince1970: timestamp),
                                             author: author, contextName: context, changes: changes)
     }
 
-    /// The change a row of `_history_change` (columns entity, pk, type, version, properties,
-    /// previous) holds; nil for a row of an entity or kind this model does not know.
-    private func change(from s: SQLiteStatement) -> PersistentHistoryChange? {
+    /// The change of the object keyed `pk` that a row of `_history_change` (columns entity, pk,
+    /// type, version, properties, previous) holds (the row's own key, or one of its run of
+    /// inserts); nil for a row of an entity or kind this model does not know.
+    private func change(from s: SQLiteStatement, pk: Int64) -> PersistentHistoryChange? {
         guard let entity = model.resolvedEntity(named: s.text(0)), let type = HistoryCoding.type(s.int64(2)) else { return nil }
-        let id = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(s.int64(1)))
+        let id = ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entity.name, key: .permanent(pk))
         let previousMembers = s.isNull(5) ? [] : decodeJSON(s.text(5))?.objectMembers ?? []
         let properties: [String]
         switch type {
@@ -89,14 +94,17 @@ struct HistoryReader {
         var next = try newestChange(ofObject: entity, pk: pk)
         var changes: [PersistentHistoryChange] = []
         while let token = next {
+            // The object's own row, or the run of inserts (format 7) whose keys include it: the
+            // last row of the entity in the transaction keyed at or below it.
             let found: (change: PersistentHistoryChange?, version: Int64?, prior: Int64?)? = try connection.withStatement(
-                #"SELECT "entity", "pk", "type", "version", "properties", "previous", "prior" FROM "_history_change" WHERE "token" = ? AND "entity" = ? AND "pk" = ?"#
+                #"SELECT "entity", "pk", "type", "version", "properties", "previous", "prior", "through" FROM "_history_change" "#
+                    + #"WHERE "token" = ?1 AND "entity" = ?2 AND "pk" <= ?3 ORDER BY "pk" DESC LIMIT 1"#
             ) { s throws(StoreError) in
                 s.bind(token, at: 1)
                 s.bindText(entity.name, at: 2)
                 s.bind(pk, at: 3)
-                guard try s.step() else { return nil }
-                return (change(from: s), s.isNull(3) ? nil : s.int64(3), s.isNull(6) ? nil : s.int64(6))
+                guard try s.step(), s.int64(1) == pk || (!s.isNull(7) && s.int64(7) >= pk) else { return nil }
+                return (change(from: s, pk: pk), s.isNull(3) ? nil : s.int64(3), s.isNull(6) ? nil : s.int64(6))
             }
             // A link to a pruned change: the history no longer reaches `version`.
             guard let found else { return nil }

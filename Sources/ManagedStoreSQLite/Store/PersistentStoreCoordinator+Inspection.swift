@@ -64,7 +64,8 @@ extension PersistentStoreCoordinator {
         let retained = [AttributeValue.integer(pruned)]
         return HistoryStatistics(
             transactions: Int(try connection.scalarInt(#"SELECT count(*) FROM "_history_transaction" WHERE "token" > ?"#, retained) ?? 0),
-            changes: Int(try connection.scalarInt(#"SELECT count(*) FROM "_history_change""#) ?? 0),
+            // A run of inserts (format 7) counts one change a key.
+            changes: Int(try connection.scalarInt(#"SELECT coalesce(sum(coalesce("through" - "pk" + 1, 1)), 0) FROM "_history_change""#) ?? 0),
             oldestToken: token(try connection.scalarInt(#"SELECT min("token") FROM "_history_transaction" WHERE "token" > ?"#, retained)),
             newestToken: token(try connection.scalarInt(#"SELECT max("token") FROM "_history_transaction" WHERE "token" > ?"#, retained)),
             prunedThrough: pruned > 0 ? PersistentHistoryToken(rawValue: pruned) : nil)

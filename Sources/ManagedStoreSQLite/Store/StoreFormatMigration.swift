@@ -18,11 +18,14 @@ import ManagedStoreCore
 ///   writers would leave the chains stale, hence a new format.
 /// - Format 6 adds the records of idempotent writes (`IdempotencyTable`). Format 5 writers
 ///   would let a key's write happen twice, hence a new format.
+/// - Format 7 records a run of inserted objects as one history row (`through`, see
+///   `StoreSchema.historyChangeTable`). Format 6 readers would see one object where there are
+///   many, hence a new format.
 enum StoreFormatMigration {
     /// The format this version writes.
-    static let currentFormat = "6"
+    static let currentFormat = "7"
     /// The formats this version opens: older ones are upgraded in place, one step at a time.
-    static let readableFormats = ["1", "2", "3", "4", "5", currentFormat]
+    static let readableFormats = ["1", "2", "3", "4", "5", "6", currentFormat]
 
     /// The store's recorded format (nil when it records none) when this version reads it;
     /// otherwise the store is refused.
@@ -38,9 +41,14 @@ enum StoreFormatMigration {
     static func upgrade(_ connection: SQLiteConnection, model: ManagedObjectModel, from format: String) throws(StoreError) {
         guard format != currentFormat else { return }
         do throws(StoreError) {
-            if format != "5" { try upgradeToFormat5(connection, model: model, from: format) }
+            if !["5", "6"].contains(format) { try upgradeToFormat5(connection, model: model, from: format) }
             // 5 -> 6.
-            for statement in IdempotencyTable.createStatements { try connection.execute(statement) }
+            if format != "6" {
+                for statement in IdempotencyTable.createStatements { try connection.execute(statement) }
+            }
+            // 6 -> 7 (a history table made just now, from format 1 or 2, has the column already).
+            let hasThrough = try connection.scalarInt(#"SELECT count(*) FROM pragma_table_info('_history_change') WHERE "name" = 'through'"#)
+            if hasThrough == 0 { try connection.execute(#"ALTER TABLE "_history_change" ADD COLUMN "through" INTEGER"#) }
             try connection.withStatement("UPDATE \"_metadata\" SET \"value\" = ? WHERE \"key\" = 'format'") { s throws(StoreError) in
                 s.bind(.string(currentFormat), at: 1)
                 try s.execute()

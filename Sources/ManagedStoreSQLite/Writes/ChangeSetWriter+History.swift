@@ -8,6 +8,11 @@ import ManagedStoreCore
 extension ChangeSetWriter {
     private static let insertTransactionSQL = PreparedSQL(
         #"INSERT INTO "_history_transaction" ("timestamp", "author", "context") VALUES (?, ?, ?)"#)
+    /// Records inserted objects of one entity whose keys run from `pk` to `through` (NULL: one
+    /// object): version 1, no properties or values before, and no `prior`, since an object
+    /// being inserted has no row, so no chain, yet (format 7, `StoreSchema.historyChangeTable`).
+    private static let recordInsertsSQL = PreparedSQL(
+        #"INSERT INTO "_history_change" ("token", "entity", "pk", "type", "version", "through") VALUES (?1, ?2, ?3, ?4, 1, ?5)"#)
 
     /// Writes `draft` as one history transaction and returns its token. `keys` are the primary
     /// keys given to `changes.inserts` (the draft's inserts come first, in the same order).
@@ -33,6 +38,21 @@ extension ChangeSetWriter {
         // without copies: this runs for every object of every save.
         var previous = JSONWriter(reservingCapacity: 256)
         var last: (entity: Int, statement: SQLiteStatement)?
+        // Inserts whose keys follow one another, of one entity, waiting to be recorded as one
+        // row: a save of many new objects writes a row or a few instead of one an object.
+        var run: (entity: Entity, first: Int64, last: Int64)?
+        func recordRun() throws {
+            guard let pending = run else { return }
+            run = nil
+            try connection.withStatement(Self.recordInsertsSQL) { s throws(StoreError) in
+                s.bind(token, at: 1)
+                s.bindText(pending.entity.name, at: 2)
+                s.bind(pending.first, at: 3)
+                s.bind(Int64(HistoryCoding.typeCode(.insert)), at: 4)
+                s.bind(pending.last > pending.first ? pending.last : nil, at: 5)
+                try s.execute()
+            }
+        }
         var insertIndex = 0
         for entry in draft.entries {
             let pk: Int64?
@@ -42,6 +62,15 @@ extension ChangeSetWriter {
                 pk = insertIndex < keys.count ? keys[insertIndex] : nil
                 insertIndex += 1
                 version = 1
+                if let pk, entry.previous.isEmpty {
+                    if let pending = run, pending.entity.index == entry.entity.index, pk == pending.last + 1 {
+                        run?.last = pk
+                    } else {
+                        try recordRun()
+                        run = (entry.entity, pk, pk)
+                    }
+                    continue
+                }
             case .update:
                 pk = entry.id.primaryKey
                 version = versions[entry.id]
@@ -49,6 +78,7 @@ extension ChangeSetWriter {
                 pk = entry.id.primaryKey
             }
             guard let pk else { continue }
+            try recordRun()
             let statement: SQLiteStatement
             if let last, last.entity == entry.entity.index { statement = last.statement } else {
                 statement = try connection.cachedStatement(connection.schema[entry.entity].recordChangeSQL)
@@ -75,6 +105,7 @@ extension ChangeSetWriter {
             }
             try stepped.get()
         }
+        try recordRun()
         return token
     }
 
