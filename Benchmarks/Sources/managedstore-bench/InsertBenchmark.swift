@@ -14,9 +14,12 @@ enum InsertBenchmark {
     }
 
     /// One background context, `insertNewObject` + five setters per object, `save()` and
-    /// `reset()` every batch.
-    static func managedStore(at url: URL, _ workload: Workload) throws -> Result {
-        let container = try PersistentContainer(model: .taskTracker(), store: .sqlite(url, durability: .normal))
+    /// `reset()` every batch. With `recordsHistory` false, the store records no persistent
+    /// history (what history costs is the difference).
+    static func managedStore(at url: URL, _ workload: Workload, recordsHistory: Bool = true) throws -> Result {
+        var store = StoreDescription.sqlite(url, durability: .normal)
+        store.recordsHistory = recordsHistory
+        let container = try PersistentContainer(model: .taskTracker(), store: store)
         let context = container.newBackgroundContext(name: "bench-insert")
         var saveSeconds = 0.0, resetSeconds = 0.0
         let (_, seconds) = try measure {

@@ -23,6 +23,8 @@ var inheritanceOnly = false
 /// The library's lines of `make bench-check`: the insert (history on, the default) in alternating
 /// rounds and the 3-clause fetch, each against raw SQLite, as `check NAME RATIO (...)` lines.
 var checkOnly = false
+/// The library's store records no persistent history (`--no-history`; for what history costs).
+var recordsHistory = true
 var countGiven = false
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
@@ -42,8 +44,9 @@ while let argument = arguments.popFirst() {
     case "--walk-only": walkOnly = true
     case "--inheritance-only": inheritanceOnly = true
     case "--check": checkOnly = true
+    case "--no-history": recordsHistory = false
     default:
-        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only] [--check]")
+        say("usage: managedstore-bench [--count N (default 1000000; 100000 with --stacks-only)] [--batch N (default 10000)] [--keep (keep the store files)] [--insert-only] [--regex-only] [--stacks-only] [--walk-only] [--inheritance-only] [--check] [--no-history]")
         exit(argument == "--help" || argument == "-h" ? 0 : 2)
     }
 }
@@ -148,6 +151,7 @@ if checkOnly {
         // Two rounds, each on new files, the side that goes first alternating: an insert is
         // too long to repeat often, and the machine's load moves within a minute.
         var inserts: [(ms: InsertBenchmark.Result, raw: InsertBenchmark.Result)] = []
+        var withoutHistoryResults: [InsertBenchmark.Result] = []
         var lastFiles: (store: URL, raw: String)?
         for round in 0..<2 {
             let roundDirectory = directory.appendingPathComponent("round-\(round)")
@@ -159,16 +163,24 @@ if checkOnly {
                 try InsertBenchmark.createSchema(at: URL(fileURLWithPath: raw))
                 return try InsertBenchmark.rawSQLite(at: raw, workload)
             }
+            // Even rounds: history on, raw, history off; odd rounds the other way round.
+            func withoutHistory() throws -> InsertBenchmark.Result {
+                try InsertBenchmark.managedStore(at: roundDirectory.appendingPathComponent("no-history.sqlite"), workload, recordsHistory: false)
+            }
             let pair: (ms: InsertBenchmark.Result, raw: InsertBenchmark.Result)
+            let off: InsertBenchmark.Result
             if round % 2 == 0 {
                 let ms = try ours()
                 pair = (ms, try theirs())
+                off = try withoutHistory()
             } else {
+                off = try withoutHistory()
                 let r = try theirs()
                 pair = (try ours(), r)
             }
             check("stored rows, round \(round + 1)", try InsertBenchmark.fingerprint(of: store.path).rows, try InsertBenchmark.fingerprint(of: raw).rows)
-            step("insert round \(round + 1): ManagedStore \(grouped(pair.ms.perSecond))/s, raw \(grouped(pair.raw.perSecond))/s")
+            withoutHistoryResults.append(off)
+            step("insert round \(round + 1): ManagedStore \(grouped(pair.ms.perSecond))/s (history off \(grouped(off.perSecond))/s), raw \(grouped(pair.raw.perSecond))/s")
             inserts.append(pair)
             lastFiles = (store, raw)
         }
@@ -181,6 +193,8 @@ if checkOnly {
         // Of two rounds, the median is their mean.
         let median = ratios.reduce(0, +) / Double(ratios.count)
         say("check insert \(fixed(median, 3)) (ManagedStore \(inserts.map { grouped($0.ms.perSecond) }.joined(separator: ", "))/s, raw SQLite \(inserts.map { grouped($0.raw.perSecond) }.joined(separator: ", "))/s)")
+        let historyShare = zip(inserts, withoutHistoryResults).map { $0.0.ms.perSecond / $0.1.perSecond }.reduce(0, +) / Double(inserts.count)
+        say("check history \(fixed(historyShare, 3)) (insert with history / without: \(zip(inserts, withoutHistoryResults).map { "\(grouped($0.0.ms.perSecond)) / \(grouped($0.1.perSecond))" }.joined(separator: ", ")) objects/s)")
         say("check fetch3 \(fixed(fetch.managedStore.perSecond / fetch.raw.perSecond, 3)) (ManagedStore \(grouped(fetch.managedStore.perSecond)) fetches/s, raw SQLite \(grouped(fetch.raw.perSecond)) fetches/s)")
     } catch {
         failures.append("\(error)")
@@ -201,7 +215,7 @@ do {
 
     // 1. The ManagedStore insert, first in the process.
     step("ManagedStore insert...")
-    let msInsert = try InsertBenchmark.managedStore(at: storeURL, workload)
+    let msInsert = try InsertBenchmark.managedStore(at: storeURL, workload, recordsHistory: recordsHistory)
     let memoryAfterInsert = Memory.Sample()
     step("  \(fixed(msInsert.seconds)) s; peak memory \(fixed(memoryAfterInsert.peak, 1)) MB")
 
