@@ -39,9 +39,9 @@ public final class HTTPServer: @unchecked Sendable {
         /// libmicrohttpd's default: a larger pool costs a larger clear on every request.
         public var connectionMemoryLimit: Int = 32_768
         /// Streams leave libmicrohttpd with their connections (`StreamHandOff.swift`). Off only to
-        /// compare the two ways of sending a stream (the environment's
-        /// MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD=1 turns it off for a server process).
-        public var handsOffStreams = ProcessInfo.processInfo.environment["MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD"] != "1"
+        /// compare the two ways of sending a stream (`serve` turns it off when the environment
+        /// has MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD=1).
+        public var handsOffStreams = true
         /// Where the HTTP layer's own warnings go (a client at its connection limit), at most one
         /// line every 10 seconds; nowhere when nil.
         public var warn: (@Sendable (String) -> Void)?

@@ -32,8 +32,7 @@ public final class ResponseStream: @unchecked Sendable {
     private var onEnd: (@Sendable () -> Void)?
     /// The HTTP layer's own end handler (the request's log line, the connection count).
     private var completion: (@Sendable () -> Void)?
-    /// Through libmicrohttpd: body bytes it has taken. On its own socket: every byte the
-    /// kernel has taken (head and chunk sizes too).
+    /// Through libmicrohttpd: body bytes it has taken.
     private var sent = 0
     /// On its own socket: body bytes written (what the request's log line counts).
     private var body = 0
@@ -245,7 +244,6 @@ public final class ResponseStream: @unchecked Sendable {
             }
             if count > 0 {
                 offset += count
-                sent += count
                 continue
             }
             if count < 0, errno == EINTR { continue }

@@ -95,13 +95,6 @@ final class StreamPump: @unchecked Sendable {
         lock.unlock()
     }
 
-    /// Streams still open.
-    var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return streams.count
-    }
-
     /// Ends every stream still open (their clients see the connection close) and the thread.
     func stop() {
         lock.lock()

@@ -186,6 +186,8 @@ struct ServeCommand: ParsableCommand {
         http.maxConnectionsPerClient = maxConnectionsPerClient
         http.maxInflightBodyBytes = maxInflightBodyBytes
         http.bodyTimeout = bodyTimeout
+        // Not an option: only the tests that compare the two ways of sending a stream set it.
+        http.handsOffStreams = ProcessInfo.processInfo.environment["MANAGEDSTORE_STREAMS_THROUGH_LIBMICROHTTPD"] != "1"
         // The port opens first; the store is opened (and migrated) on a thread of its own, so
         // /v1/healthz answers at once and /v1/readyz says 503 until the store is ready.
         let storeDescription = description

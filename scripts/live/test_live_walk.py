@@ -9,6 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import httpio  # noqa: E402
+from fake_live_server import make_ops  # noqa: E402  (the fake server's diff: the contract's order of ops)
 from livelist import ContractError, LiveList  # noqa: E402
 
 
@@ -95,30 +96,6 @@ class LiveListTests(unittest.TestCase):
             held = snapshot(old, token=1)
             held.apply(diff(1, 2, make_ops(old, new)), resuming=False)
             self.assertEqual(held.objects, new)
-
-
-def make_ops(old, new):
-    ops, cur = [], list(old)
-    new_ids = [o["_id"] for o in new]
-    for i in reversed(range(len(cur))):
-        if cur[i]["_id"] not in new_ids:
-            ops.append({"op": "delete", "index": i})
-            cur.pop(i)
-    for j, o in enumerate(new):
-        ids = [c["_id"] for c in cur]
-        if o["_id"] in ids:
-            i = ids.index(o["_id"])
-            if i != j:
-                ops.append({"op": "move", "from": i, "to": j})
-                cur.insert(j, cur.pop(i))
-        else:
-            ops.append({"op": "insert", "index": j, "object": o})
-            cur.insert(j, o)
-    for j, o in enumerate(new):
-        if cur[j] != o:
-            ops.append({"op": "update", "index": j, "object": o})
-            cur[j] = o
-    return ops
 
 
 class SSEParserTests(unittest.TestCase):

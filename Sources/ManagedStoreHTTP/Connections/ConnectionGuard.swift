@@ -131,15 +131,19 @@ final class ConnectionGuard: @unchecked Sendable {
 
     /// A stream handed off has ended and its socket is closed.
     func streamEnded(from address: ClientAddress?) {
-        let address = address ?? .unknown
         lock.lock()
+        releasePlace(of: address ?? .unknown)
+        handedOff -= 1
+        lock.unlock()
+    }
+
+    /// One connection fewer for `address` (under `lock`).
+    private func releasePlace(of address: ClientAddress) {
         if let held = perAddress[address], held > 1 {
             perAddress[address] = held - 1
         } else {
             perAddress[address] = nil
         }
-        handedOff -= 1
-        lock.unlock()
     }
 
     /// libmicrohttpd is closing a connection (its socket is still open).
@@ -149,11 +153,7 @@ final class ConnectionGuard: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard records.removeValue(forKey: ObjectIdentifier(record)) != nil else { return }
-        if let held = perAddress[record.address], held > 1 {
-            perAddress[record.address] = held - 1
-        } else {
-            perAddress[record.address] = nil
-        }
+        releasePlace(of: record.address)
         if record.closing != nil {
             closingCount -= 1
         } else if let facts, isPastIdleTimeout(facts) {
