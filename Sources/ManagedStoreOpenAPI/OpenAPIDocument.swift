@@ -2503,6 +2503,7 @@ enum OpenAPIDocument {
           },
           "code": {
            "type": "string",
+           "description": "The rule the value breaks, after Core Data's. Two values that the contract accepts and a PostgreSQL store cannot hold are refused here too, on that store only (an SQLite store keeps both), so that a client never retries a write that cannot succeed: a string holding U+0000 is `invalid-type` (PostgreSQL's text has no such character), and a value that would make an entry of one of the entity's B-tree indexes (a uniqueness constraint or a declared index) longer than PostgreSQL's 2,704 bytes is `too-long`. Their messages name PostgreSQL.",
            "enum": [
             "missing-mandatory-property",
             "too-small",

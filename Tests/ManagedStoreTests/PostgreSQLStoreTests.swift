@@ -72,14 +72,20 @@ struct PostgreSQLStoreTests {
         }
     }
 
-    @Test("a string PostgreSQL cannot hold is refused with an error, and nothing is stored", .enabled(if: TestStore.isPostgres))
+    @Test("a string PostgreSQL cannot hold is a validation error naming the attribute, and nothing is stored", .enabled(if: TestStore.isPostgres))
     func nulCharacterRefused() throws {
         let container = try Fixtures.container()
         let context = container.newBackgroundContext()
         try context.performAndWait {
             let project = context.insertNewObject(forEntityName: "Project")
             project.setValue("before\u{0}after", forKey: "name")
-            #expect(throws: SaveError.self) { try context.save() }
+            do {
+                try context.save()
+                Issue.record("saved a string with U+0000")
+            } catch SaveError.validation(let errors) {
+                #expect(errors.map(\.property) == ["name"])
+                #expect(errors.map(\.code) == [.invalidType])
+            }
         }
         let fresh = container.newBackgroundContext()
         let stored = try fresh.performAndWait { try fresh.count(for: FetchRequest(entityName: "Project")) }

@@ -19,6 +19,15 @@ struct ObjectValidator {
         for index in entity.relationships.indices {
             validateRelationship(index, of: object, into: &errors)
         }
+        let store = context.coordinator.store
+        if store.refusesSomeValues {
+            // What the store cannot keep, where no rule of the model already refused the value.
+            for refusal in store.refusals(of: object.attributes, entity: entity) {
+                let name = entity.attributes[refusal.attribute].name
+                guard !errors.contains(where: { $0.property == name }) else { continue }
+                errors.append(ValidationError(objectID: object.objectID, property: name, code: refusal.code, message: refusal.message))
+            }
+        }
         return errors
     }
 

@@ -74,6 +74,37 @@ package protocol PersistentStore: AnyObject, Sendable {
     /// Health checks and metrics: what the store says of itself (its sizes, its log), each
     /// figure in its own words; the server reports them without knowing the store.
     var figures: [StoreFigure] { get }
+
+    // MARK: Values
+
+    /// Validation: whether some values the contract accepts cannot be kept by this store as they
+    /// are (`refusals(of:entity:)`); false, the validator asks nothing more.
+    var refusesSomeValues: Bool { get }
+    /// Validation: the attributes of an object of `entity` holding `attributes` whose values
+    /// this store cannot keep, each with the rule it breaks. A save is refused before anything
+    /// is written, as any other broken rule is: a validation error naming the attribute, not a
+    /// store failure that a client would retry for ever.
+    func refusals(of attributes: [AttributeValue], entity: Entity) -> [StoreValueRefusal]
+}
+
+extension PersistentStore {
+    /// Most stores keep every value of the contract.
+    package var refusesSomeValues: Bool { false }
+    package func refusals(of attributes: [AttributeValue], entity: Entity) -> [StoreValueRefusal] { [] }
+}
+
+/// An attribute value a store cannot keep as it is: the attribute (its index in
+/// `Entity.attributes`), and the validation error a save is refused with.
+package struct StoreValueRefusal: Sendable, Equatable {
+    package let attribute: Int
+    package let code: ValidationErrorCode
+    package let message: String
+
+    package init(attribute: Int, code: ValidationErrorCode, message: String) {
+        self.attribute = attribute
+        self.code = code
+        self.message = message
+    }
 }
 
 /// One figure a store reports about itself, for `/v1/healthz` and `/v1/metrics`.
