@@ -92,6 +92,70 @@ struct PostgreSQLStoreTests {
         #expect(stored == 0)
     }
 
+    @Test("one object's row with its destinations in one statement is the row and each relationship read apart (twin of the plain path)",
+          .enabled(if: TestStore.isPostgres))
+    func rowWithDestinationsTwin() throws {
+        // Ordered one-to-many (position beside the key) and ordered many-to-many (the link table),
+        // and in the tracker a plain many-to-many and a one-to-many.
+        let ordered = try Fixtures.container(model: OrderedRelationshipTests.model)
+        let (folder, items) = try OrderedRelationshipTests.seed(ordered, ["a", "b", "c", "d", "e"])
+        let context = ordered.newBackgroundContext()
+        try context.performAndWait {
+            let f = try context.existingObject(with: folder)
+            let order = [items[3], items[0], items[4], items[1], items[2]].map { context.object(with: $0) }
+            f.setObjects(order, forKey: "items")
+            f.setObjects([order[2], order[0]], forKey: "favorites")
+            let empty = context.insertNewObject(forEntityName: "Folder")
+            empty.setValue("empty", forKey: "name")
+            try context.save()
+        }
+        let tracker = try Fixtures.container()
+        let writer = tracker.newBackgroundContext()
+        try writer.performAndWait {
+            let project = writer.insertNewObject(forEntityName: "Project")
+            project.setValue("p", forKey: "name")
+            let tags = (0..<3).map { n in
+                let tag = writer.insertNewObject(forEntityName: "Tag")
+                tag.setValue("t\(n)", forKey: "label")
+                return tag
+            }
+            for n in 0..<4 {
+                let task = writer.insertNewObject(forEntityName: "Task")
+                task.setValue("task \(n)", forKey: "title")
+                if n > 0 { task.setObject(project, forKey: "project") }
+                task.setObjects(Array(tags.prefix(n)), forKey: "tags")
+            }
+            try writer.save()
+        }
+        var compared = 0
+        for container in [ordered, tracker] {
+            let model = container.coordinator.model
+            try container.coordinator.store.read(throughWriter: false) { anySession in
+                let session = try #require(anySession as? PGSession)
+                for entity in model.schema where !entity.isAbstract {
+                    for key in try session.allRows(of: entity).map(\.0) {
+                        let plain = try #require(try session.row(of: entity, key: key))
+                        var visited = false
+                        try session.visitRow(of: entity, key: key) { source in
+                            visited = true
+                            #expect(source.version == plain.version)
+                            for a in entity.attributes.indices { #expect(source.value(ofAttributeAt: a) == plain.attributes[a]) }
+                            for r in entity.relationships.indices where entity.relationships[r].storage != .foreignKey {
+                                var keys: [Int64] = []
+                                try source.forEachDestinationKey(ofRelationship: r) { keys.append($0) }
+                                let apart = try session.destinationKeys(of: entity, relationship: r, owners: [key])[key] ?? []
+                                #expect(keys == apart, "\(entity.name)/\(key).\(entity.relationships[r].name)")
+                                compared += keys.isEmpty ? 0 : 1
+                            }
+                        }
+                        #expect(visited)
+                    }
+                }
+            }
+        }
+        #expect(compared >= 8, "relationships with destinations compared: \(compared)")
+    }
+
     @Test("opening the store again finds it; a model it cannot be migrated to is refused, and so is any other with migration off", .enabled(if: TestStore.isPostgres))
     func reopen() throws {
         let description = try TestStore.freshPostgresStore(base: .inMemory)

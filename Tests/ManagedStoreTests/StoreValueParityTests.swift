@@ -169,6 +169,52 @@ struct StoreValueParityTests {
         }
     }
 
+    /// SQL's reserved words as entity, attribute and relationship names.
+    static let reservedNamesModel: ManagedObjectModel = {
+        let json = #"""
+        { "name": "Reserved", "version": 1, "entities": [
+          { "name": "Order", "attributes": [{"name": "select", "type": "string"}, {"name": "user", "type": "integer64"},
+                                            {"name": "from", "type": "date"}],
+            "relationships": [{"name": "group", "destination": "Table", "inverse": "orders"}],
+            "uniquenessConstraints": [["select"]], "indexes": [["user", "from"]] },
+          { "name": "Table", "attributes": [{"name": "where", "type": "string"}],
+            "relationships": [{"name": "orders", "destination": "Order", "inverse": "group", "toMany": true}] } ] }
+        """#
+        return try! ManagedObjectModel(jsonData: Array(json.utf8))
+    }()
+
+    @Test("SQL's reserved words as names: written, fetched, sorted and followed alike on both stores", .enabled(if: TestStore.isPostgres))
+    func reservedNames() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sqlite = try PersistentContainer(model: Self.reservedNamesModel, store: .sqlite(directory.appendingPathComponent("reserved.sqlite")))
+        let postgres = try PersistentContainer(model: Self.reservedNamesModel, store: TestStore.freshPostgresStore(base: .inMemory))
+        func answers(_ container: PersistentContainer) throws -> [String] {
+            let context = container.newBackgroundContext()
+            return try context.performAndWait {
+                let table = context.insertNewObject(forEntityName: "Table")
+                table.setValue("t", forKey: "where")
+                for n in 0..<5 {
+                    let order = context.insertNewObject(forEntityName: "Order")
+                    order.setValue("s\(4 - n)", forKey: "select")
+                    order.setValue(Int64(n % 2), forKey: "user")
+                    order.setValue(Date(timeIntervalSinceReferenceDate: Double(n)), forKey: "from")
+                    if n % 2 == 0 { order.setObject(table, forKey: "group") }
+                }
+                try context.save()
+                context.reset()
+                let sorted = try context.fetch(FetchRequest(entityName: "Order", predicate: try ObjectPredicate(format: "user == 0 AND group.where == 't'"),
+                                                            sortDescriptors: [ObjectSortDescriptor("select")]))
+                let tables = try context.fetch(FetchRequest(entityName: "Table", predicate: try ObjectPredicate(format: "ANY orders.select BEGINSWITH 's'")))
+                return sorted.map { $0.value("select", as: String.self) ?? "?" } + tables.map { "\($0.objects(forKey: "orders").count)" }
+            }
+        }
+        let there = try answers(sqlite)
+        #expect(there == ["s0", "s2", "s4", "3"])
+        #expect(try answers(postgres) == there)
+    }
+
     @Test("a refused value leaves the PostgreSQL store as it was, and the same save without it goes through", .enabled(if: TestStore.isPostgres))
     func refusalChangesNothing() throws {
         let description = try TestStore.freshPostgresStore(base: .inMemory)

@@ -102,6 +102,12 @@ enum PGValues {
         "{" + keys.map(String.init).joined(separator: ",") + "}"
     }
 
+    /// A `bigint[]` in PostgreSQL's text form (`{1,2,3}`, `{}`) as keys; nulls are skipped.
+    static func keys(fromArray text: String) -> [Int64] {
+        text.utf8.split(whereSeparator: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "{") || $0 == UInt8(ascii: "}") })
+            .compactMap { Int64(String(decoding: $0, as: UTF8.self)) }
+    }
+
     /// Model names (letters, digits and '_', `ManagedObjectModel.nameProblem`) as a `text[]` literal.
     static func textArray(_ names: [String]) -> String { "{" + names.joined(separator: ",") + "}" }
 

@@ -115,9 +115,36 @@ final class PGSession: StoreWriteSession {
         return found
     }
 
+    /// One object's row with the destinations of each relationship the row does not hold
+    /// (to-many, and a to-one whose key the other side keeps), in one statement: a GET is one
+    /// round trip to PostgreSQL, not one plus one per such relationship.
     func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws {
-        guard let row = try row(of: entity, key: key) else { return }
-        try body(LentRow(row: row, entity: entity) { [self] relationship in try destinationKeys(of: entity, relationship: relationship, key: key) })
+        let table = schema[entity]
+        let elsewhere = entity.relationships.indices.filter { entity.relationships[$0].storage != .foreignKey }
+        let arrays = elsewhere.map { ", ARRAY(\(destinationsOfRowSQL(entity, $0)))" }.joined()
+        let result = try connection.execute("SELECT \(table.selectColumns)\(arrays) FROM \(table.table) AS t WHERE t._pk = $1", [String(key)])
+        guard result.rowCount > 0 else { return }
+        let row = table.storedRow(result, 0).row
+        let first = result.columnCount - elsewhere.count
+        var destinations: [Int: [Int64]] = [:]
+        for (i, r) in elsewhere.enumerated() { destinations[r] = PGValues.keys(fromArray: result.text(0, first + i) ?? "{}") }
+        try body(LentRow(row: row, entity: entity) { relationship in destinations[relationship] ?? [] })
+    }
+
+    /// `destinationSQL`'s destinations for the one owner `t._pk` (the row a statement reads as `t`), in the same order.
+    private func destinationsOfRowSQL(_ entity: Entity, _ r: Int) -> String {
+        let relationship = entity.relationships[r]
+        switch relationship.storage {
+        case .foreignKey:
+            return "SELECT \(PGValues.quote(relationship.name)) WHERE \(PGValues.quote(relationship.name)) IS NOT NULL"
+        case .inverseForeignKey:
+            let destination = schema.tables[relationship.destinationIndex].kindsSource
+            let column = PGValues.quote(relationship.destinationKeyName)
+            return "SELECT d._pk FROM \(destination) AS d WHERE d.\(column) = t._pk ORDER BY \(Self.order(relationship, then: "d._pk"))"
+        case let .joinTable(table, isFirstSide):
+            let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
+            return "SELECT j.\(other) FROM \(PGValues.quote(table)) AS j WHERE j.\(mine) = t._pk ORDER BY \(Self.order(relationship, then: "j.\(other)"))"
+        }
     }
 
     // MARK: Fetches
