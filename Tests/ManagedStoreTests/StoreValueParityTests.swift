@@ -107,11 +107,20 @@ struct StoreValueParityTests {
     @Test("hostile values: kept alike by SQLite and PostgreSQL, or refused by PostgreSQL naming the attribute, never a store failure",
           .enabled(if: TestStore.isPostgres))
     func valuesAcrossStores() throws {
+        try Self.onBothStores(Self.model) { sqlite, postgres in try Self.compareValues(sqlite, postgres) }
+    }
+
+    /// `body` with a container of `model` on a new SQLite file and one on a new PostgreSQL schema.
+    static func onBothStores(_ model: ManagedObjectModel, _ body: (PersistentContainer, PersistentContainer) throws -> Void) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let sqlite = try PersistentContainer(model: Self.model, store: .sqlite(directory.appendingPathComponent("parity.sqlite")))
-        let postgres = try PersistentContainer(model: Self.model, store: TestStore.freshPostgresStore(base: .inMemory))
+        try body(try PersistentContainer(model: model, store: .sqlite(directory.appendingPathComponent("parity.sqlite"))),
+                 try PersistentContainer(model: model, store: TestStore.freshPostgresStore(base: .inMemory)))
+    }
+
+    /// Writes `values` to both stores and compares what each kept and answers.
+    static func compareValues(_ sqlite: PersistentContainer, _ postgres: PersistentContainer) throws {
         let values = Self.values
         let onSQLite = try Self.write(sqlite)
         let onPostgres = try Self.write(postgres)
@@ -185,34 +194,33 @@ struct StoreValueParityTests {
 
     @Test("SQL's reserved words as names: written, fetched, sorted and followed alike on both stores", .enabled(if: TestStore.isPostgres))
     func reservedNames() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let sqlite = try PersistentContainer(model: Self.reservedNamesModel, store: .sqlite(directory.appendingPathComponent("reserved.sqlite")))
-        let postgres = try PersistentContainer(model: Self.reservedNamesModel, store: TestStore.freshPostgresStore(base: .inMemory))
-        func answers(_ container: PersistentContainer) throws -> [String] {
-            let context = container.newBackgroundContext()
-            return try context.performAndWait {
-                let table = context.insertNewObject(forEntityName: "Table")
-                table.setValue("t", forKey: "where")
-                for n in 0..<5 {
-                    let order = context.insertNewObject(forEntityName: "Order")
-                    order.setValue("s\(4 - n)", forKey: "select")
-                    order.setValue(Int64(n % 2), forKey: "user")
-                    order.setValue(Date(timeIntervalSinceReferenceDate: Double(n)), forKey: "from")
-                    if n % 2 == 0 { order.setObject(table, forKey: "group") }
-                }
-                try context.save()
-                context.reset()
-                let sorted = try context.fetch(FetchRequest(entityName: "Order", predicate: try ObjectPredicate(format: "user == 0 AND group.where == 't'"),
-                                                            sortDescriptors: [ObjectSortDescriptor("select")]))
-                let tables = try context.fetch(FetchRequest(entityName: "Table", predicate: try ObjectPredicate(format: "ANY orders.select BEGINSWITH 's'")))
-                return sorted.map { $0.value("select", as: String.self) ?? "?" } + tables.map { "\($0.objects(forKey: "orders").count)" }
-            }
+        try Self.onBothStores(Self.reservedNamesModel) { sqlite, postgres in
+            let there = try Self.reservedNameAnswers(sqlite)
+            #expect(there == ["s0", "s2", "s4", "3"])
+            #expect(try Self.reservedNameAnswers(postgres) == there)
         }
-        let there = try answers(sqlite)
-        #expect(there == ["s0", "s2", "s4", "3"])
-        #expect(try answers(postgres) == there)
+    }
+
+    /// The reserved-name model's answers on `container`'s store: orders of one user in one table, sorted; tables by their orders.
+    static func reservedNameAnswers(_ container: PersistentContainer) throws -> [String] {
+        let context = container.newBackgroundContext()
+        return try context.performAndWait {
+            let table = context.insertNewObject(forEntityName: "Table")
+            table.setValue("t", forKey: "where")
+            for n in 0..<5 {
+                let order = context.insertNewObject(forEntityName: "Order")
+                order.setValue("s\(4 - n)", forKey: "select")
+                order.setValue(Int64(n % 2), forKey: "user")
+                order.setValue(Date(timeIntervalSinceReferenceDate: Double(n)), forKey: "from")
+                if n % 2 == 0 { order.setObject(table, forKey: "group") }
+            }
+            try context.save()
+            context.reset()
+            let sorted = try context.fetch(FetchRequest(entityName: "Order", predicate: try ObjectPredicate(format: "user == 0 AND group.where == 't'"),
+                                                        sortDescriptors: [ObjectSortDescriptor("select")]))
+            let tables = try context.fetch(FetchRequest(entityName: "Table", predicate: try ObjectPredicate(format: "ANY orders.select BEGINSWITH 's'")))
+            return sorted.map { $0.value("select", as: String.self) ?? "?" } + tables.map { "\($0.objects(forKey: "orders").count)" }
+        }
     }
 
     @Test("a refused value leaves the PostgreSQL store as it was, and the same save without it goes through", .enabled(if: TestStore.isPostgres))
