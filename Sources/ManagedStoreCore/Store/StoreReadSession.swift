@@ -129,6 +129,10 @@ package struct StoreFetch {
 /// Not Sendable: it belongs to one context and is used on its queue.
 package final class FetchTuning {
     package var compilesPredicates = true
+    /// Rows a store reads at a time where it streams a fetch through its evaluator (the
+    /// PostgreSQL store, when part of a predicate is not SQL): small in the twin tests, so that
+    /// their few rows span many batches.
+    package var streamBatchRows = 2_000
 
     package init() {}
 }

@@ -156,6 +156,9 @@ final class PGSession: StoreWriteSession {
             let result = try fetchSQL("SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY \(window)", plan.parameters)
             return (0..<result.rowCount).map { table.storedRow(result, $0) }
         }
+        if let order = streamOrder(fetch, plan) {
+            return try streamedMatches(fetch, plan, orderBy: order, windowed: true, keepsRows: true).rows
+        }
         let (graph, found) = try matches(fetch, plan)
         return found.map { ($0.key, graph.rows.rows[$0.entity][$0.key]!) }
     }
@@ -167,6 +170,9 @@ final class PGSession: StoreWriteSession {
             let result = try fetchSQL("SELECT _pk FROM \(table.table) WHERE \(plan.condition) ORDER BY \(window)", plan.parameters)
             return (0..<result.rowCount).compactMap { result.int64($0, 0) }
         }
+        if let order = streamOrder(fetch, plan) {
+            return try streamedMatches(fetch, plan, orderBy: order, windowed: true, keepsRows: true).rows.map(\.0)
+        }
         return try matches(fetch, plan).found.map(\.key)
     }
 
@@ -175,6 +181,9 @@ final class PGSession: StoreWriteSession {
         if plan.residual == nil && (fetch.prepared.after == nil || plan.cursorCompiled) {
             let table = schema[fetch.prepared.entity]
             return Int(try fetchSQL("SELECT count(*) FROM \(table.table) WHERE \(plan.condition)", plan.parameters).int64(0, 0) ?? 0)
+        }
+        if let order = streamOrder(fetch, plan) {
+            return try streamedMatches(fetch, plan, orderBy: order, windowed: false, keepsRows: false).count
         }
         return try matches(fetch, plan, windowed: false).found.count
     }
