@@ -29,9 +29,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from alternate import ROOT, Process, free_port  # noqa: E402
 from postgres_servers import CLUSTER, wait_ready  # noqa: E402
 
+# The demo's titles are "Task N of run 1", N the key: "99 of" matches every hundredth task (a
+# page fills within the first few thousand), "task 1999" only 111 of them, the 21st near the end.
 QUERIES = [
-    ("fetch, key order, limit 20", {"where": 'title CONTAINS[c] "task 1999"', "limit": "20"}),
-    ("fetch, sorted, limit 20", {"where": 'title CONTAINS[c] "5"', "sort": "-priority,title", "limit": "20"}),
+    ("page, key order, common matches", {"where": 'title CONTAINS[c] "99 of"', "limit": "20"}),
+    ("page, key order, rare matches", {"where": 'title CONTAINS[c] "task 1999"', "limit": "20"}),
+    ("page, sorted", {"where": 'title CONTAINS[c] "5"', "sort": "-priority,title", "limit": "20"}),
     ("count", {"where": 'title CONTAINS[c] "7"', "count": "true", "limit": "1"}),
 ]
 
@@ -66,7 +69,8 @@ def main():
     args = parser.parse_args()
     configs = [tuple(c.split("=", 1)) for c in args.config]
     work = tempfile.mkdtemp(prefix="ms-pg-residual-")
-    cluster = os.path.join(work, "cluster")
+    # A folder of its own: as root, the cluster's owner (postgres) must be able to reach it.
+    cluster = tempfile.mkdtemp(prefix="ms-pg-residual-cluster-")
     uri = subprocess.run([CLUSTER, "start", cluster], capture_output=True, text=True, check=True).stdout.strip()
     try:
         subprocess.run([configs[0][1], "demo", "--store", uri, "--tasks", str(args.tasks), "--batch", "5000"],

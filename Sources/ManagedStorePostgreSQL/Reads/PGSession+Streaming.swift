@@ -29,6 +29,11 @@ extension PGSession {
         var matched = 0
         var kept: [(Int64, StoredRow)] = []
         let sql = "SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY \(orderBy)"
+        // A cursor's plan is made for its first rows (`cursor_tuple_fraction`, 0.1): right for
+        // a page, which may stop early; a count reads every row, and a plan for all of them
+        // (a scan and a sort rather than an index walk) is the faster.
+        let readsAll = !windowed || fetch.limit == 0
+        do { try connection.execute("SET LOCAL cursor_tuple_fraction = \(readsAll ? "1.0" : "0.1")") } catch { throw .store(error) }
         try streamRows(sql, plan.parameters, batch: max(1, fetch.tuning.streamBatchRows)) { result throws(FetchError) -> Bool in
             let batch = (0..<result.rowCount).map { table.storedRow(result, $0) }
             let rows: PGLoadedRows
