@@ -5,8 +5,15 @@ import Foundation
 /// Returns every broken rule of every object, so a client fixes them all in one round.
 struct ObjectValidator {
     let context: ManagedObjectContext
+    /// The store, when it cannot keep some values of the contract (`PersistentStore.refusals`);
+    /// asked once per save, not per object.
+    private let refusingStore: (any PersistentStore)?
 
-    init(context: ManagedObjectContext) { self.context = context }
+    init(context: ManagedObjectContext) {
+        self.context = context
+        let store = context.coordinator.store
+        refusingStore = store.refusesSomeValues ? store : nil
+    }
 
     func validateForSave(_ object: ManagedObject) -> [ValidationError] {
         var errors: [ValidationError] = []
@@ -19,8 +26,7 @@ struct ObjectValidator {
         for index in entity.relationships.indices {
             validateRelationship(index, of: object, into: &errors)
         }
-        let store = context.coordinator.store
-        if store.refusesSomeValues {
+        if let store = refusingStore {
             // What the store cannot keep, where no rule of the model already refused the value.
             for refusal in store.refusals(of: object.attributes, entity: entity) {
                 let name = entity.attributes[refusal.attribute].name
