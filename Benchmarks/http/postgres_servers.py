@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """GET by key and POST insert on 1, 2 and 3 servers over one PostgreSQL database, beside one
-server on an SQLite file, in alternating rounds on this machine.
+server on an SQLite file and beside pgbench on the same cluster (16 clients, prepared: select by
+key, and a one-row INSERT a transaction), in alternating rounds on this machine.
 
 A throw-away PostgreSQL cluster on loopback (scripts/postgres-cluster.sh, fsync on: a 2xx write
 is as durable as SQLite's --durability full) holds one seeded store per configuration. Every
@@ -14,8 +15,10 @@ gives each configuration's median rate and its median ratio to SQLite in the sam
 Servers listen on 127.0.0.1 only; every run is bounded in time.
 """
 import argparse
+import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -84,22 +87,58 @@ def seeded(args, store):
                    check=True, capture_output=True, timeout=900)
 
 
+PGBENCH_INSERT = "\\set aid random(1, 1000000)\nINSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, 1, :aid, 1, CURRENT_TIMESTAMP);\n"
+
+
+def pgbench_binary():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))
+    if not found:
+        sys.exit("postgres_servers: no pgbench (apt-get install postgresql)")
+    return found[-1]
+
+
+def pgbench(uri, seconds, work, script=None):
+    """PostgreSQL's own rate on the same cluster: 16 clients, prepared statements; `-S` (select
+    by key) without a script, else the script (a one-row INSERT a transaction)."""
+    argv = [pgbench_binary(), "-n", "-M", "prepared", "-c", "16", "-j", "2", "-T", str(seconds)]
+    if script is None:
+        argv.append("-S")
+    else:
+        path = os.path.join(work, "pgbench_insert.sql")
+        with open(path, "w") as f:
+            f.write(script)
+        argv += ["-f", path]
+    out = subprocess.run(argv + [uri], capture_output=True, text=True, timeout=seconds + 120).stdout
+    match = re.search(r"tps = ([\d.]+)", out)
+    if not match:
+        sys.exit(f"postgres_servers: pgbench gave no rate:\n{out}")
+    return float(match.group(1))
+
+
 def run(args, work, uri):
     os.environ["TASKS"] = str(args.tasks)
-    configs = ["sqlite", "pg-1", "pg-2", "pg-3"]
+    configs = ["sqlite", "pg-1", "pg-2", "pg-3", "pgbench"]
+    # pgbench's tables beside the stores' schemas: 1,000,000 accounts (scale 10).
+    subprocess.run([pgbench_binary(), "-i", "-q", "-s", "10", uri], check=True, capture_output=True, timeout=900)
     stores = {"sqlite": os.path.join(work, "store.sqlite")}
     seeded(args, stores["sqlite"])
-    for name in configs[1:]:
+    for name in configs[1:-1]:
         schema = "bench_" + name.replace("-", "_")  # "pg_" names are PostgreSQL's own
         subprocess.run(["psql", uri, "-qc", f"CREATE SCHEMA {schema}"], check=True, capture_output=True)
         stores[name] = f"{uri}?options=-csearch_path%3D{schema}"
         seeded(args, stores[name])
     rates = {(c, s): [] for c in configs for s in ("get", "post")}
     ratios = {(c, s): [] for c in configs[1:] for s in ("get", "post")}
+    to_pgbench = {(c, s): [] for c in configs[1:-1] for s in ("get", "post")}
     for round_number in range(args.rounds):
         order = configs[round_number % len(configs):] + configs[:round_number % len(configs)]
         this_round = {}
         for name in order:
+            if name == "pgbench":
+                for scenario, script in (("get", None), ("post", PGBENCH_INSERT)):
+                    this_round[(name, scenario)] = pgbench(uri, args.seconds, work, script)
+                    rates[(name, scenario)].append(this_round[(name, scenario)])
+                continue
             count = 1 if name == "sqlite" else int(name[-1])
             servers = []
             try:
@@ -122,24 +161,31 @@ def run(args, work, uri):
         for name in configs[1:]:
             for scenario in ("get", "post"):
                 ratios[(name, scenario)].append(this_round[(name, scenario)] / this_round[("sqlite", scenario)])
+                if name != "pgbench":
+                    to_pgbench[(name, scenario)].append(this_round[(name, scenario)] / this_round[("pgbench", scenario)])
         print(f"round {round_number + 1}: " + ", ".join(f"{n} {s} {this_round[(n, s)]:,.0f}" for n in order for s in ("get", "post")),
               flush=True)
     print()
     print(f"{args.rounds} alternating rounds of {args.seconds}s, 64 connections in all, {args.tasks:,} tasks; medians")
     print()
-    print("| configuration | GET by key /s | POST insert /s | GET / SQLite | POST / SQLite |")
-    print("|---|---:|---:|---:|---:|")
+    print("| configuration | GET by key /s | POST insert /s | GET / SQLite | POST / SQLite | GET / pgbench select | POST / pgbench insert |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name in configs:
         get, post = statistics.median(rates[(name, "get")]), statistics.median(rates[(name, "post")])
         if name == "sqlite":
-            print(f"| SQLite, 1 server | {get:,.0f} | {post:,.0f} | 1 | 1 |")
+            print(f"| SQLite, 1 server | {get:,.0f} | {post:,.0f} | 1 | 1 | | |")
+        elif name == "pgbench":
+            print(f"| pgbench, 16 clients, prepared (select by key; one-row INSERT) | {get:,.0f} | {post:,.0f} | "
+                  f"{statistics.median(ratios[(name, 'get')]):.3f} | {statistics.median(ratios[(name, 'post')]):.3f} | 1 | 1 |")
         else:
             print(f"| PostgreSQL, {name[-1]} server{'s' if name != 'pg-1' else ''} | {get:,.0f} | {post:,.0f} | "
-                  f"{statistics.median(ratios[(name, 'get')]):.3f} | {statistics.median(ratios[(name, 'post')]):.3f} |")
+                  f"{statistics.median(ratios[(name, 'get')]):.3f} | {statistics.median(ratios[(name, 'post')]):.3f} | "
+                  f"{statistics.median(to_pgbench[(name, 'get')]):.3f} | {statistics.median(to_pgbench[(name, 'post')]):.3f} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rates": {f"{c}/{s}": v for (c, s), v in rates.items()},
-                       "ratios": {f"{c}/{s}": v for (c, s), v in ratios.items()}}, f, indent=1)
+                       "ratios": {f"{c}/{s}": v for (c, s), v in ratios.items()},
+                       "to_pgbench": {f"{c}/{s}": v for (c, s), v in to_pgbench.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":
