@@ -69,6 +69,9 @@ final class PGConnection {
         deferredBegin = begin
     }
 
+    /// Whether a BEGIN waits for the next statement (`beginWithNextStatement`).
+    var hasDeferredBegin: Bool { deferredBegin != nil }
+
     /// Forgets a deferred BEGIN that no statement followed; true when it was sent (a
     /// transaction is open, which the caller ends).
     func clearDeferredBegin() -> Bool {

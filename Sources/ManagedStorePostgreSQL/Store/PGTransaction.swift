@@ -12,32 +12,50 @@ final class PGTransaction: StoreTransaction {
     private var rolledBack = false
     private var savepointDepth = 0
 
+    /// The BEGIN goes with the group's first statement (its first SAVEPOINT), in one round trip.
     init(session: PGSession) throws(StoreError) {
         pgSession = session
-        try session.connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        try session.connection.beginWithNextStatement(Self.begin)
     }
 
+    private static let begin = "BEGIN ISOLATION LEVEL READ COMMITTED"
+
     /// False once rolled back, or once a statement outside a savepoint failed (PostgreSQL then
-    /// keeps nothing of the transaction).
-    var isIntact: Bool { !rolledBack && (savepointDepth > 0 || pgSession.connection.isInIntactTransaction) }
+    /// keeps nothing of the transaction). A BEGIN not sent yet is a transaction with nothing in it.
+    var isIntact: Bool {
+        !rolledBack && (savepointDepth > 0 || pgSession.connection.hasDeferredBegin || pgSession.connection.isInIntactTransaction)
+    }
 
     func restart() throws(StoreError) {
         guard !isIntact else { return }
         if !rolledBack { _ = try? pgSession.connection.execute("ROLLBACK") }
-        try pgSession.connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        try pgSession.connection.beginWithNextStatement(Self.begin)
         rolledBack = false
     }
 
     func rollBack() {
         guard !rolledBack else { return }
-        _ = try? pgSession.connection.execute("ROLLBACK")
+        // A BEGIN never sent has nothing to roll back.
+        if pgSession.connection.clearDeferredBegin() { _ = try? pgSession.connection.execute("ROLLBACK") }
         rolledBack = true
     }
 
     /// Commits; a transaction PostgreSQL had already failed answers COMMIT with ROLLBACK, which
     /// is an error here, never an acknowledged write.
     func commit() throws(StoreError) {
-        let result = try pgSession.connection.execute("COMMIT")
+        try commit(notifying: nil)
+    }
+
+    /// Commits, with `NOTIFY channel` in the same round trip when a channel is given (delivered
+    /// to the listeners only if the transaction commits).
+    func commit(notifying channel: String?) throws(StoreError) {
+        let connection = pgSession.connection
+        guard connection.clearDeferredBegin() else {
+            rolledBack = true  // no statement ran: nothing to commit, nothing to tell
+            return
+        }
+        let sql = channel.map { "SELECT pg_notify('\($0.replacingOccurrences(of: "'", with: "''"))', ''); COMMIT" } ?? "COMMIT"
+        let result = try connection.execute(sql)
         rolledBack = true
         guard result.commandStatus == "COMMIT" else {
             throw .engine(code: -1, message: "the transaction had failed and was rolled back", sql: "COMMIT")

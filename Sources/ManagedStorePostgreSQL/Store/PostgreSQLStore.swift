@@ -151,9 +151,9 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
             throw error
         }
         if transaction.isIntact {
-            // Delivered to the listeners of every server when (and only if) this commits.
-            try connection.execute("SELECT pg_notify($1, '')", [channel])
-            try transaction.commit()
+            // Delivered to the listeners of every server when (and only if) this commits; sent
+            // with the COMMIT, in one round trip.
+            try transaction.commit(notifying: channel)
             let notify = commits.withLock { count -> [@Sendable () -> Void] in
                 count += 1
                 return observers.withLock { $0 }
