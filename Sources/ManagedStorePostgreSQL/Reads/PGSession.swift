@@ -62,26 +62,11 @@ final class PGSession: StoreWriteSession {
     /// The SQL that reads the destinations of `relationship`: `owner, destination` pairs for the
     /// owners in `$1` (an array), destinations ascending.
     private func destinationSQL(_ entity: Entity, _ r: Int) -> String {
-        let relationship = entity.relationships[r]
-        switch relationship.storage {
-        case .foreignKey:
-            let column = PGValues.quote(relationship.name)
+        guard let source = schema.destinationSource(entity, r) else {
+            let column = PGValues.quote(entity.relationships[r].name)
             return "SELECT _pk, \(column) FROM \(schema[entity].table) WHERE _pk = ANY($1::bigint[]) AND \(column) IS NOT NULL"
-        case .inverseForeignKey:
-            let destination = schema.tables[relationship.destinationIndex].kindsSource
-            let column = PGValues.quote(relationship.destinationKeyName)
-            return "SELECT \(column), _pk FROM \(destination) AS d WHERE \(column) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: "_pk"))"
-        case let .joinTable(table, isFirstSide):
-            let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
-            return "SELECT \(mine), \(other) FROM \(PGValues.quote(table)) WHERE \(mine) = ANY($1::bigint[]) ORDER BY \(Self.order(relationship, then: other))"
         }
-    }
-
-    /// By `key`, after the place of each destination when the relationship is ordered (placed
-    /// ones first, in place order; unplaced ones after, by key).
-    static func order(_ relationship: Relationship, then key: String) -> String {
-        guard let position = relationship.positionName.map(PGValues.quote) else { return key }
-        return "\(position) NULLS LAST, \(key)"
+        return "SELECT \(source.owner), \(source.destination) FROM \(source.from) WHERE \(source.owner) = ANY($1::bigint[]) ORDER BY \(source.order)"
     }
 
     func ownerKeys(of entity: Entity, relationship r: Int, destination: Int64) throws(StoreError) -> [Int64] {
@@ -119,32 +104,14 @@ final class PGSession: StoreWriteSession {
     /// (to-many, and a to-one whose key the other side keeps), in one statement: a GET is one
     /// round trip to PostgreSQL, not one plus one per such relationship.
     func visitRow(of entity: Entity, key: Int64, _ body: (any StoredRowSource) throws -> Void) throws {
-        let table = schema[entity]
-        let elsewhere = entity.relationships.indices.filter { entity.relationships[$0].storage != .foreignKey }
-        let arrays = elsewhere.map { ", ARRAY(\(destinationsOfRowSQL(entity, $0)))" }.joined()
-        let result = try connection.execute("SELECT \(table.selectColumns)\(arrays) FROM \(table.table) AS t WHERE t._pk = $1", [String(key)])
+        let read = schema.rowsWithDestinations[entity.index]
+        let result = try connection.execute(read.sql, [String(key)])
         guard result.rowCount > 0 else { return }
-        let row = table.storedRow(result, 0).row
-        let first = result.columnCount - elsewhere.count
+        let row = schema[entity].storedRow(result, 0).row
+        let first = result.columnCount - read.relationships.count
         var destinations: [Int: [Int64]] = [:]
-        for (i, r) in elsewhere.enumerated() { destinations[r] = PGValues.keys(fromArray: result.text(0, first + i) ?? "{}") }
+        for (i, r) in read.relationships.enumerated() { destinations[r] = PGValues.keys(fromArray: result.text(0, first + i) ?? "{}") }
         try body(LentRow(row: row, entity: entity) { relationship in destinations[relationship] ?? [] })
-    }
-
-    /// `destinationSQL`'s destinations for the one owner `t._pk` (the row a statement reads as `t`), in the same order.
-    private func destinationsOfRowSQL(_ entity: Entity, _ r: Int) -> String {
-        let relationship = entity.relationships[r]
-        switch relationship.storage {
-        case .foreignKey:
-            return "SELECT \(PGValues.quote(relationship.name)) WHERE \(PGValues.quote(relationship.name)) IS NOT NULL"
-        case .inverseForeignKey:
-            let destination = schema.tables[relationship.destinationIndex].kindsSource
-            let column = PGValues.quote(relationship.destinationKeyName)
-            return "SELECT d._pk FROM \(destination) AS d WHERE d.\(column) = t._pk ORDER BY \(Self.order(relationship, then: "d._pk"))"
-        case let .joinTable(table, isFirstSide):
-            let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
-            return "SELECT j.\(other) FROM \(PGValues.quote(table)) AS j WHERE j.\(mine) = t._pk ORDER BY \(Self.order(relationship, then: "j.\(other)"))"
-        }
     }
 
     // MARK: Fetches

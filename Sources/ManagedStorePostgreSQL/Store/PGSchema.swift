@@ -20,6 +20,9 @@ struct PGSchema {
         /// relationship to it (a parent entity, perhaps) finds its destinations. Just `table`
         /// for an entity without sub-entities.
         var kindsSource: String
+        /// The attributes of each of the table's B-tree indexes but its keys (nil: a column that
+        /// is not an attribute): what `PGValueLimits` sizes an entry of.
+        let bTreeIndexes: [[Int?]]
 
         /// The row at `row` of a result that selected `selectColumns` from column `offset` on.
         func storedRow(_ result: PGResult, _ row: Int, from offset: Int = 0) -> (key: Int64, row: StoredRow) {
@@ -38,6 +41,8 @@ struct PGSchema {
 
     let tables: [EntityTable]
     let model: ManagedObjectModel
+    /// Per entity: one object's row with its destinations (`rowWithDestinations`), by entity index.
+    private(set) var rowsWithDestinations: [RowWithDestinations] = []
 
     init(model: ManagedObjectModel) {
         self.model = model
@@ -47,8 +52,11 @@ struct PGSchema {
             return EntityTable(entity: entity, table: PGValues.quote(entity.name),
                                selectColumns: (["_pk", "_version"] + attributeColumns + foreignKeyColumns).joined(separator: ", "),
                                attributeColumns: attributeColumns, foreignKeyColumns: foreignKeyColumns,
-                               kindsSource: entity.isSingleKind ? PGValues.quote(entity.name) : Self.union(of: entity, model: model))
+                               kindsSource: entity.isSingleKind ? PGValues.quote(entity.name) : Self.union(of: entity, model: model),
+                               bTreeIndexes: PGValueLimits.indexedAttributes(of: entity))
         }
+        // Built once the tables are known: a destination's rows may be a union of its kinds'.
+        rowsWithDestinations = model.schema.map(rowWithDestinations)
     }
 
     /// `entity`'s columns read from each of its concrete kinds' tables, which hold them under

@@ -40,22 +40,16 @@ final class PGTransaction: StoreTransaction {
         rolledBack = true
     }
 
-    /// Commits; a transaction PostgreSQL had already failed answers COMMIT with ROLLBACK, which
-    /// is an error here, never an acknowledged write.
-    func commit() throws(StoreError) {
-        try commit(notifying: nil)
-    }
-
-    /// Commits, with `NOTIFY channel` in the same round trip when a channel is given (delivered
-    /// to the listeners only if the transaction commits).
-    func commit(notifying channel: String?) throws(StoreError) {
+    /// Commits, with `NOTIFY channel` in the same round trip (delivered to the listeners only if
+    /// the transaction commits); a transaction PostgreSQL had already failed answers COMMIT with
+    /// ROLLBACK, which is an error here, never an acknowledged write.
+    func commit(notifying channel: String) throws(StoreError) {
         let connection = pgSession.connection
         guard connection.clearDeferredBegin() else {
             rolledBack = true  // no statement ran: nothing to commit, nothing to tell
             return
         }
-        let sql = channel.map { "SELECT pg_notify('\($0.replacingOccurrences(of: "'", with: "''"))', ''); COMMIT" } ?? "COMMIT"
-        let result = try connection.execute(sql)
+        let result = try connection.execute("SELECT pg_notify('\(channel.replacingOccurrences(of: "'", with: "''"))', ''); COMMIT")
         rolledBack = true
         guard result.commandStatus == "COMMIT" else {
             throw .engine(code: -1, message: "the transaction had failed and was rolled back", sql: "COMMIT")

@@ -18,7 +18,9 @@ enum PGValueLimits {
     /// PostgreSQL's largest B-tree entry on 8 KiB pages (`BTMaxItemSize`), in bytes.
     static let indexEntryBytes = 2_704
 
-    static func refusals(of attributes: [AttributeValue], entity: Entity) -> [StoreValueRefusal] {
+    /// What of `attributes`, an object of `entity` whose table has B-tree indexes over
+    /// `indexes` (`indexedAttributes`), PostgreSQL cannot keep.
+    static func refusals(of attributes: [AttributeValue], entity: Entity, indexes: [[Int?]]) -> [StoreValueRefusal] {
         var refusals: [StoreValueRefusal] = []
         for (index, value) in attributes.enumerated() {
             if case .string(let text) = value, text.utf8.contains(0) {
@@ -26,7 +28,7 @@ enum PGValueLimits {
                                                   message: "a PostgreSQL store cannot hold U+0000 (NUL) in a string"))
             }
         }
-        for columns in indexedAttributes(of: entity) {
+        for columns in indexes {
             let needed = entryBytes(columns.map { $0.map { attributes[$0] } })
             guard needed > indexEntryBytes else { continue }
             // The longest value of the entry is the one to shorten.
@@ -72,6 +74,6 @@ extension PostgreSQLStore {
     package var refusesSomeValues: Bool { true }
 
     package func refusals(of attributes: [AttributeValue], entity: Entity) -> [StoreValueRefusal] {
-        PGValueLimits.refusals(of: attributes, entity: entity)
+        PGValueLimits.refusals(of: attributes, entity: entity, indexes: schema[entity].bTreeIndexes)
     }
 }
