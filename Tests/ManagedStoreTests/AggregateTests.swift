@@ -159,6 +159,15 @@ struct AggregateTests {
 
     // MARK: Groups
 
+    @Test("group keys tell strings apart by code point, as SQLite's GROUP BY does: é precomposed and e + U+0301 are two groups")
+    func groupKeysByCodePoint() throws {
+        let titles = ["\u{e9}", "e\u{301}", "\u{e9}", "E"]
+        let (container, _) = try Self.library(books: titles.map { Book(["title": .string($0)]) })
+        let groups = try Self.aggregate(container, Self.books([.groupKey("title"), .count()]))
+        #expect(groups.map { $0["title"] } == ["E", "e\u{301}", "\u{e9}"].map { .attribute(.string($0)) }, "in code-point order")
+        #expect(groups.map { $0["count"] } == [1, 1, 2].map { .attribute(.integer($0)) })
+    }
+
     @Test("group by an attribute, a to-one (its object ID, nil for none) and a to-one's attribute")
     func grouping() throws {
         let (container, authors) = try Self.library(authors: ["Ann", "Bob"], books: [

@@ -74,7 +74,7 @@ final class DictionarySession: StoreWriteSession {
     }
 
     /// The groups of `aggregate`, computed in memory (`InMemoryAggregate`).
-    func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
+    func aggregate(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup] {
         let entity = aggregate.fetch.entity.index
         let candidates = state.rows[entity].keys.sorted().map { RowGraph.Node(entity: entity, key: $0) }
         return try InMemoryAggregate(graph: graph, model: model).groups(aggregate, candidates: candidates)

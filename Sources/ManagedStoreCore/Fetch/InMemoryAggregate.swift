@@ -17,19 +17,38 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
 
     /// The groups of `prepared` over `candidates`, every stored object of its entity.
     package func groups(_ prepared: PreparedAggregate, candidates: [Graph.Node]) throws(AggregateError) -> [AggregateGroup] {
-        let evaluator = PredicateEvaluator(graph: graph)
-        let keyColumns = prepared.columns.indices.filter { prepared.columns[$0].isGroupKey }
-        var accumulators: [[Accumulator]] = []
-        var groupOf: [[PropertyValue]: Int] = [:]
-        var keys: [[PropertyValue]] = []
+        var groups = AggregateGroups(prepared)
+        groups.add(candidates, of: graph, matching: prepared.fetch.predicate)
+        return try groups.results()
+    }
+}
+
+/// An aggregate's groups built up over candidates given a batch at a time, each batch in a
+/// graph of its own (a store that streams its rows keeps only the groups, not the rows).
+package struct AggregateGroups {
+    private let prepared: PreparedAggregate
+    private let keyColumns: [Int]
+    private var accumulators: [[Accumulator]] = []
+    private var groupOf: [[GroupKeyPart]: Int] = [:]
+    private var keys: [[GroupKeyPart]] = []
+
+    package init(_ prepared: PreparedAggregate) {
+        self.prepared = prepared
+        keyColumns = prepared.columns.indices.filter { prepared.columns[$0].isGroupKey }
         if keyColumns.isEmpty {
             accumulators.append(prepared.columns.map { Accumulator($0.computation) })
             keys.append([])
             groupOf[[]] = 0
         }
+    }
+
+    /// Adds the candidates that match `predicate` to their groups: the request's, or what a
+    /// store's own query did not check of it.
+    package mutating func add<Graph: PredicateGraph>(_ candidates: [Graph.Node], of graph: Graph, matching predicate: CheckedPredicate?) {
+        let evaluator = PredicateEvaluator(graph: graph)
         for node in candidates {
-            if let predicate = prepared.fetch.predicate, !evaluator.evaluate(predicate, on: node) { continue }
-            let key = keyColumns.map { propertyValue(evaluator.value(prepared.columns[$0].keyPath!, from: node), prepared.columns[$0]) }
+            if let predicate, !evaluator.evaluate(predicate, on: node) { continue }
+            let key = keyColumns.map { GroupKeyPart(Self.propertyValue(evaluator.value(prepared.columns[$0].keyPath!, from: node), prepared.columns[$0])) }
             let group: Int
             if let known = groupOf[key] {
                 group = known
@@ -51,6 +70,10 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
                 accumulators[group][c].add(value)
             }
         }
+    }
+
+    /// The groups' results, kept by the having predicate, ordered and windowed.
+    package func results() throws(AggregateError) -> [AggregateGroup] {
         do throws(FetchError) { try prepared.fetch.checkDeadline() } catch { throw .fetch(error) }
         var results: [[PropertyValue]] = []
         for (group, key) in keys.enumerated() {
@@ -58,7 +81,7 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
             var nextKey = 0
             for (c, column) in prepared.columns.enumerated() {
                 if column.isGroupKey {
-                    values.append(key[nextKey])
+                    values.append(key[nextKey].value)
                     nextKey += 1
                 } else {
                     guard let result = accumulators[group][c].result else { throw .overflow(name: column.name) }
@@ -67,6 +90,14 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
             }
             results.append(values)
         }
+        return Self.finish(prepared, results)
+    }
+
+    /// Groups computed elsewhere (a store's SQL: each a result per column, in any order) kept by
+    /// the having predicate, ordered and windowed, as `results()` does its own.
+    package static func finish(_ prepared: PreparedAggregate, _ groups: [[PropertyValue]]) -> [AggregateGroup] {
+        var results = groups
+        let keyColumns = prepared.columns.indices.filter { prepared.columns[$0].isGroupKey }
         if let having = prepared.having {
             let groups = GroupGraph(groups: results)
             let havingEvaluator = PredicateEvaluator(graph: groups)
@@ -78,7 +109,7 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
         return (prepared.limit > 0 ? Array(window.prefix(prepared.limit)) : Array(window)).map { AggregateGroup(names: names, values: $0) }
     }
 
-    private func propertyValue(_ value: PredicateValue, _ column: PreparedAggregate.Column) -> PropertyValue {
+    private static func propertyValue(_ value: PredicateValue, _ column: PreparedAggregate.Column) -> PropertyValue {
         switch (column.type, value) {
         case (.object, .object(let id)): return .object(id)
         case (.object, _): return .object(nil)
@@ -112,6 +143,27 @@ package struct InMemoryAggregate<Graph: PredicateGraph> {
             return PredicateSemantics.sortOrder(PredicateSemantics.folded(.attribute(a), options), PredicateSemantics.folded(.attribute(b), options))
         default:
             return .orderedSame
+        }
+    }
+}
+
+/// A group key's value as groups tell keys apart: strings by their code points, as the SQLite
+/// store's GROUP BY does (Swift's `==` would put "é" and "e\u{301}" in one group).
+private struct GroupKeyPart: Hashable {
+    let value: PropertyValue
+
+    init(_ value: PropertyValue) { self.value = value }
+
+    static func == (a: Self, b: Self) -> Bool {
+        if case .attribute(.string(let x)) = a.value, case .attribute(.string(let y)) = b.value { return x.unicodeScalars.elementsEqual(y.unicodeScalars) }
+        return a.value == b.value
+    }
+
+    func hash(into hasher: inout Hasher) {
+        if case .attribute(.string(let text)) = value {
+            for scalar in text.unicodeScalars { hasher.combine(scalar.value) }
+        } else {
+            hasher.combine(value)
         }
     }
 }

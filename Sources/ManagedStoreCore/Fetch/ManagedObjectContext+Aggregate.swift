@@ -13,7 +13,7 @@ extension ManagedObjectContext {
         let prepared = try prepare(request)
         if prepared.fetch.acrossKinds { return try aggregateAcrossKinds(prepared) }
         do {
-            return try readStore { session in try session.aggregate(prepared) }
+            return try readStore { session in try session.aggregate(prepared, tuning: fetchTuning) }
         } catch let error as AggregateError {
             throw error
         } catch {

@@ -48,7 +48,7 @@ package protocol StoreQueryAnswering: AnyObject {
     /// Keyset paging: the keys `fetch` matches with their sort values, a page and the cursor after it.
     func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])]
     /// `propertiesToGroupBy` and expression descriptions: the groups of a checked aggregate request.
-    func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup]
+    func aggregate(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup]
 }
 
 /// The persistent history as recorded by the store's saves [NSPersistentHistoryChangeRequest].
@@ -133,6 +133,11 @@ package final class FetchTuning {
     /// PostgreSQL store, when part of a predicate is not SQL): small in the twin tests, so that
     /// their few rows span many batches.
     package var streamBatchRows = 2_000
+    /// The most rows a store loads to answer one request in memory over every row of the
+    /// entities it reads (the PostgreSQL store, for what follows a relationship its SQL does not
+    /// follow); past it the request is refused (`FetchError.invalidRequest`, a 400), so that one
+    /// query cannot grow the server with the table. About 100 MB of rows at the default.
+    package var rowsInMemoryLimit = 100_000
 
     package init() {}
 }

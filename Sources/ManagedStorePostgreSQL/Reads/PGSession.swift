@@ -167,17 +167,6 @@ final class PGSession: StoreWriteSession {
         return found.map { ($0.key, inMemory.sortValues(of: $0, fetch)) }
     }
 
-    /// The groups of `aggregate`, computed in memory over the rows it reads, loaded in this
-    /// session's snapshot (`InMemoryAggregate`: the SQLite store's results).
-    func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
-        let rows: PGLoadedRows
-        do { rows = try PGLoadedRows(entities: aggregate.entitiesRead, session: self) } catch { throw .fetch(.store(error)) }
-        let graph = PGRowGraph(rows: rows, model: model, storeIdentifier: storeIdentifier)
-        let entity = aggregate.fetch.entity.index
-        let candidates = rows.rows[entity].keys.sorted().map { PGRowGraph.Node(entity: entity, key: $0) }
-        return try InMemoryAggregate(graph: graph, model: model).groups(aggregate, candidates: candidates)
-    }
-
     private func plan(_ fetch: StoreFetch) -> PGFetchSQL {
         PGFetchSQL(fetch.prepared, schema: schema, compiling: fetch.tuning.compilesPredicates)
     }
@@ -197,7 +186,7 @@ final class PGSession: StoreWriteSession {
     }
 
     /// Whether a key path reads only the fetched object's own row (an attribute of its own).
-    private static func readsOwnRow(_ keyPath: ResolvedKeyPath) -> Bool {
+    static func readsOwnRow(_ keyPath: ResolvedKeyPath) -> Bool {
         guard keyPath.steps.isEmpty, case .attribute = keyPath.terminal else { return false }
         return true
     }
@@ -210,15 +199,16 @@ final class PGSession: StoreWriteSession {
                  readsRelated: Bool = false) throws(FetchError) -> (graph: PGRowGraph, found: [PGRowGraph.Node]) {
         let prepared = fetch.prepared
         let table = schema[prepared.entity]
+        let ownRowsOnly = !readsRelated && !(plan.residual?.followsRelationships ?? false) && prepared.sorts.allSatisfy { Self.readsOwnRow($0.keyPath) }
+        // Counted (and refused past the limit) before any row is read.
+        let everyRow = ownRowsOnly ? nil : try loadEveryRow(of: prepared.entitiesRead, limit: fetch.tuning.rowsInMemoryLimit)
         let result = try fetchSQL("SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY _pk", plan.parameters)
         let candidates = (0..<result.rowCount).map { table.storedRow(result, $0) }
-        let ownRowsOnly = !readsRelated && !(plan.residual?.followsRelationships ?? false) && prepared.sorts.allSatisfy { Self.readsOwnRow($0.keyPath) }
         let rows: PGLoadedRows
-        do {
-            rows = ownRowsOnly ? try PGLoadedRows(entity: prepared.entity, rows: candidates, session: self)
-                               : try PGLoadedRows(entities: prepared.entitiesRead, session: self)
-        } catch {
-            throw .store(error)
+        if let everyRow {
+            rows = everyRow
+        } else {
+            do throws(StoreError) { rows = try PGLoadedRows(entity: prepared.entity, rows: candidates, session: self) } catch { throw .store(error) }
         }
         let graph = PGRowGraph(rows: rows, model: model, storeIdentifier: storeIdentifier)
         let nodes = candidates.map { PGRowGraph.Node(entity: prepared.entity.index, key: $0.key) }

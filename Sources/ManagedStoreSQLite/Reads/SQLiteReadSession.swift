@@ -147,7 +147,7 @@ extension SQLiteConnection: StoreReadSession {
     }
 
 
-    func aggregate(_ aggregate: PreparedAggregate) throws(AggregateError) -> [AggregateGroup] {
+    func aggregate(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup] {
         let (sql, bindings) = SQLiteAggregate.compile(aggregate, model: model, tables: schema)
         let model = self.model!, store = storeIdentifier!
         let names = aggregate.columns.map(\.name)

@@ -1,0 +1,180 @@
+import Foundation
+import ManagedStoreCore
+
+/// An aggregate PostgreSQL computes with the in-memory results (`InMemoryAggregate`, the SQLite
+/// store's): the whole predicate compiled (`PGFetchSQL`), every result a group key or a function
+/// of an attribute of the entity's own row, one statement `SELECT … WHERE … GROUP BY …`. The
+/// server then reads the groups, not the rows: its memory follows the number of groups.
+///
+/// Where PostgreSQL's own function would not give the same value, the parts it does compute
+/// exactly are read and finished here: an integer average is the exact sum (numeric) over the
+/// count, divided as the evaluator divides; a sum of reals is summed as doubles. Decimal sums
+/// and averages (the evaluator's exact decimal arithmetic, with its overflow) and the extremes
+/// of binary, UUID and URI values stay in memory.
+///
+/// With no having predicate and every sort on a single SQL value, PostgreSQL also orders and
+/// windows the groups (the sorts, then every group key ascending, nulls first): a limited
+/// group-by over a key with millions of values reads only its page.
+struct PGAggregateSQL {
+    let sql: String
+    let parameters: [String?]
+    /// Whether `sql` orders and windows the groups itself.
+    let isWindowed: Bool
+    private let readers: [Reader]
+
+    /// How one result is read from the statement's row: the columns it needs, by position.
+    private enum Reader {
+        case value(Int, AttributeType)
+        case count(Int)
+        case extreme(Int, AttributeType)
+        /// An exact integer sum, bigint (PostgreSQL raises out of range past Int64); 0, not
+        /// NULL, over no values, also where PostgreSQL orders the groups.
+        case integerSum(Int)
+        case integerAverage(sum: Int, count: Int)
+        case doubleSum(Int)
+        case doubleAverage(sum: Int, count: Int)
+    }
+
+    /// nil when some part of `prepared` is not answered exactly by SQL here.
+    init?(_ prepared: PreparedAggregate, schema: PGSchema, plan: PGFetchSQL) {
+        guard plan.residual == nil else { return nil }
+        let table = schema[prepared.fetch.entity]
+        var items: [String] = []
+        var readers: [Reader] = []
+        var groupKeys: [String] = []
+        /// The SQL column of each result that is one SQL value (its order is the result's).
+        var single: [Int: String] = [:]
+        func add(_ sql: String) -> Int {
+            items.append("\(sql) AS c\(items.count)")
+            return items.count - 1
+        }
+        for (position, column) in prepared.columns.enumerated() {
+            let attribute: (name: String, type: AttributeType)?
+            if let keyPath = column.keyPath {
+                guard let own = Self.ownAttribute(keyPath, table) else { return nil }
+                attribute = own
+            } else {
+                attribute = nil
+            }
+            switch (column.computation, attribute) {
+            case (.countRows, _):
+                readers.append(.count(add("count(*)")))
+            case (.value, let a?):
+                groupKeys.append(a.name)
+                readers.append(.value(add(a.name), a.type))
+            case (.countValues, let a?):
+                readers.append(.count(add("count(\(a.name))")))
+            case (.minimum, let a?), (.maximum, let a?):
+                let isMinimum = column.computation == .minimum
+                switch a.type {
+                case .boolean: readers.append(.extreme(add(isMinimum ? "bool_and(\(a.name))" : "bool_or(\(a.name))"), a.type))
+                case .binary, .uuid, .uri: return nil
+                default: readers.append(.extreme(add(isMinimum ? "min(\(a.name))" : "max(\(a.name))"), a.type))
+                }
+            case (.integerSum, let a?):
+                readers.append(.integerSum(add("COALESCE(sum(\(a.name)), 0)::bigint")))
+            case (.integerAverage, let a?):
+                readers.append(.integerAverage(sum: add("sum(\(a.name))"), count: add("count(\(a.name))")))
+            case (.doubleSum, let a?):
+                readers.append(.doubleSum(add("COALESCE(sum(\(a.name)::float8), 0)")))
+            case (.doubleAverage, let a?):
+                readers.append(.doubleAverage(sum: add("sum(\(a.name)::float8)"), count: add("count(\(a.name))")))
+            default:
+                return nil
+            }
+            switch readers[position] {
+            case .value(let c, let type) where Self.isOrdered(type): single[position] = "c\(c)"
+            case .count(let c), .integerSum(let c), .doubleSum(let c): single[position] = "c\(c)"
+            case .extreme(let c, let type) where Self.isOrdered(type): single[position] = "c\(c)"
+            default: break
+            }
+        }
+        var sql = "SELECT \(items.joined(separator: ", ")) FROM \(table.table) WHERE \(plan.condition)"
+        if !groupKeys.isEmpty { sql += " GROUP BY \(groupKeys.joined(separator: ", "))" }
+        let order = Self.order(prepared, single)
+        if let order {
+            sql += " ORDER BY \(order)"
+            if prepared.limit > 0 { sql += " LIMIT \(prepared.limit)" }
+            if prepared.offset > 0 { sql += " OFFSET \(prepared.offset)" }
+        }
+        self.sql = sql
+        self.parameters = plan.parameters
+        self.readers = readers
+        self.isWindowed = order != nil
+    }
+
+    /// The groups' ORDER BY, when PostgreSQL can order them as `InMemoryAggregate` does: no
+    /// having predicate (it decides which groups the window counts), each sort on a result that
+    /// is one SQL value with no [c] or [d], and every group key such a value (the tie-breakers).
+    private static func order(_ prepared: PreparedAggregate, _ single: [Int: String]) -> String? {
+        guard prepared.having == nil else { return nil }
+        var terms: [String] = []
+        for sort in prepared.sorts {
+            guard sort.options.isEmpty, case .groupColumn(let index, _) = sort.keyPath.terminal, let column = single[index] else { return nil }
+            terms.append(sort.ascending ? "\(column) ASC NULLS FIRST" : "\(column) DESC NULLS LAST")
+        }
+        for (index, column) in prepared.columns.enumerated() where column.isGroupKey {
+            guard let sql = single[index] else { return nil }
+            terms.append("\(sql) ASC NULLS FIRST")
+        }
+        // One group and no key: nothing to order.
+        return terms.isEmpty ? "1" : terms.joined(separator: ", ")
+    }
+
+    /// An attribute of the aggregated entity's own row: its column and type.
+    private static func ownAttribute(_ keyPath: ResolvedKeyPath, _ table: PGSchema.EntityTable) -> (name: String, type: AttributeType)? {
+        guard case .object = keyPath.root, keyPath.steps.isEmpty,
+              case let .attribute(entity, index) = keyPath.terminal, entity == table.entity.index else { return nil }
+        return (table.attributeColumns[index], table.entity.attributes[index].type)
+    }
+
+    /// Types whose PostgreSQL order is the evaluator's (as `PGFetchSQL` compiles sorts).
+    private static func isOrdered(_ type: AttributeType) -> Bool {
+        switch type {
+        case .integer16, .integer32, .integer64, .decimal, .double, .float, .string, .boolean, .date: return true
+        case .binary, .uuid, .uri: return false
+        }
+    }
+
+    /// Each group's results, read from the statement's rows.
+    func groups(_ result: PGResult, columns: [PreparedAggregate.Column]) throws(AggregateError) -> [[PropertyValue]] {
+        try (0..<result.rowCount).map { row throws(AggregateError) in
+            try readers.enumerated().map { position, reader throws(AggregateError) -> PropertyValue in
+                switch reader {
+                case let .value(c, type), let .extreme(c, type):
+                    return .attribute(PGValues.value(result.text(row, c), type: type))
+                case .count(let c):
+                    return .attribute(.integer(result.int64(row, c) ?? 0))
+                case .integerSum(let c):
+                    return .attribute(.integer(result.int64(row, c) ?? 0))
+                case let .integerAverage(sum, count):
+                    let n = result.int64(row, count) ?? 0
+                    guard n > 0 else { return .attribute(.null) }
+                    guard let total = result.text(row, sum).flatMap({ Int128($0) }) else { throw .overflow(name: columns[position].name) }
+                    return .attribute(.double(Double(total) / Double(n)))
+                case .doubleSum(let c):
+                    return .attribute(.double(result.text(row, c).flatMap { Self.double($0) } ?? 0))
+                case let .doubleAverage(sum, count):
+                    let n = result.int64(row, count) ?? 0
+                    guard n > 0 else { return .attribute(.null) }
+                    return .attribute(.double((result.text(row, sum).flatMap { Self.double($0) } ?? 0) / Double(n)))
+                }
+            }
+        }
+    }
+
+    /// A float8's text (shortest exact digits; "Infinity", "-Infinity", "NaN") as a Double.
+    private static func double(_ text: String) -> Double? {
+        switch text {
+        case "Infinity": return .infinity
+        case "-Infinity": return -.infinity
+        case "NaN": return .nan
+        default: return Double(text)
+        }
+    }
+
+    /// The first result an out-of-range integer sum can be: PostgreSQL's error does not say which.
+    func overflowingResult(_ columns: [PreparedAggregate.Column]) -> String? {
+        readers.indices.first { if case .integerSum = readers[$0] { return true } else { return false } }.map { columns[$0].name }
+    }
+}
