@@ -6,7 +6,9 @@ import ManagedStoreCore
 /// columns, or an attribute of the object a to-one it keeps the key of points at
 /// (`project.name`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
 /// BEGINSWITH, ENDSWITH, CONTAINS and LIKE without `[c]` or `[d]`; AND, OR and NOT of them),
-/// and its sorts when all are on the entity's own columns. The rest (`[cd]`, MATCHES, longer
+/// and its sorts when all are on the entity's own columns; for a [c] or [d] comparison of its own
+/// string with an ASCII constant, a necessary condition (ILIKE) that lets SQL leave out most
+/// rows the evaluator would refuse (`prefilter`). The rest (`[cd]`, MATCHES, longer
 /// or to-many key paths, aggregates, SUBQUERY) stays with the evaluator, over the rows the SQL
 /// part let through.
 ///
@@ -25,7 +27,7 @@ struct PGFetchSQL {
 
     /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
     init(_ prepared: PreparedFetch, schema: PGSchema, compiling: Bool = true) {
-        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables)
+        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables, textIsUTF8: schema.textIsUTF8)
         var compiled: [String] = []
         var left: [CheckedPredicate] = []
         if let predicate = prepared.predicate, !compiling {
@@ -34,7 +36,12 @@ struct PGFetchSQL {
             let conjuncts: [CheckedPredicate]
             if case .and(let terms) = predicate.simplified { conjuncts = terms } else { conjuncts = [predicate] }
             for conjunct in conjuncts {
-                if let sql = compiler.condition(conjunct) { compiled.append(sql) } else { left.append(conjunct) }
+                if let sql = compiler.condition(conjunct) {
+                    compiled.append(sql)
+                } else {
+                    left.append(conjunct)
+                    if let necessary = compiler.prefilter(conjunct) { compiled.append(necessary) }
+                }
             }
         }
         var terms: [String] = []
@@ -60,11 +67,14 @@ struct PGFetchSQL {
         let table: PGSchema.EntityTable
         /// Every entity's table, by entity index: where a to-one's destination is.
         let tables: [PGSchema.EntityTable]
+        /// `PGSchema.textIsUTF8`: how `prefilter` tells a value beyond ASCII.
+        let textIsUTF8: Bool
         var parameters: [String?] = []
 
-        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable]) {
+        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable], textIsUTF8: Bool) {
             self.table = table
             self.tables = tables
+            self.textIsUTF8 = textIsUTF8
         }
 
         mutating func bind(_ text: String) -> String {
@@ -72,30 +82,35 @@ struct PGFetchSQL {
             return "$\(parameters.count)"
         }
 
-        /// The SQL of `predicate`, never NULL; nil when some part of it does not compile.
+        /// The SQL of `predicate` as a conjunct of a WHERE clause; nil when some part of it does
+        /// not compile.
         mutating func condition(_ predicate: CheckedPredicate) -> String? {
             let saved = parameters
-            let sql = compile(predicate)
+            let sql = compile(predicate, positive: true)
             if sql == nil { parameters = saved }
             return sql
         }
 
-        private mutating func compile(_ predicate: CheckedPredicate) -> String? {
+        /// `positive`: the SQL's value decides a WHERE clause, where NULL and false both leave a
+        /// row out, so it may be NULL where the evaluator says false: plain comparisons, which
+        /// PostgreSQL matches with an index. Under a NOT it must be two-valued (never NULL),
+        /// else NOT NULL would leave out what NOT false keeps.
+        private mutating func compile(_ predicate: CheckedPredicate, positive: Bool) -> String? {
             switch predicate {
             case .constant(let value): return value ? "true" : "false"
             case .and(let terms), .or(let terms):
                 guard !terms.isEmpty else { if case .and = predicate { return "true" } else { return "false" } }
                 var parts: [String] = []
                 for term in terms {
-                    guard let sql = compile(term) else { return nil }
+                    guard let sql = compile(term, positive: positive) else { return nil }
                     parts.append(sql)
                 }
                 if case .and = predicate { return "(" + parts.joined(separator: " AND ") + ")" }
                 return "(" + parts.joined(separator: " OR ") + ")"
             case .not(let inner):
-                return compile(inner).map { "(NOT \($0))" }
+                return compile(inner, positive: false).map { "(NOT \($0))" }
             case .comparison(let comparison):
-                return compile(comparison)
+                return compile(comparison, positive: positive)
             }
         }
 
@@ -202,6 +217,42 @@ struct PGFetchSQL {
             }
         }
 
+        /// For a conjunct left to the evaluator that compares a string of the entity's own row
+        /// with [c] or [d] (==, BEGINSWITH, ENDSWITH, CONTAINS, LIKE) and a constant of ASCII
+        /// characters: a condition every row it matches meets, so that SQL can leave out most
+        /// rows that do not. Folding (case, diacritics) maps ASCII text to ASCII text by its
+        /// letters' case alone, as ILIKE does on a `COLLATE "C"` column; a value with any other
+        /// character may fold in ways ILIKE does not know (K and the Kelvin sign, ß and ss), and
+        /// passes to the evaluator whatever ILIKE says. The evaluator still decides each row.
+        mutating func prefilter(_ predicate: CheckedPredicate) -> String? {
+            guard case .comparison(let c) = predicate, c.quantifier == .scalar, !c.options.isEmpty, case .keyPath(let keyPath) = c.lhs,
+                  case .attribute(let name, .string)? = column(keyPath), case .value(.attribute(.string(let constant))) = c.rhs,
+                  constant.utf8.allSatisfy({ $0 > 0 && $0 < 0x80 }) else { return nil }
+            let literal = Self.likeLiteral(constant)
+            let pattern: String
+            switch c.op {
+            case .equal: pattern = literal
+            case .beginsWith: pattern = literal + "%"
+            case .endsWith: pattern = "%" + literal
+            case .contains: pattern = "%" + literal + "%"
+            case .like: pattern = Self.likePattern(constant)
+            default: return nil
+            }
+            // Lengths are cheaper than a regular expression, when they tell.
+            let beyondASCII = textIsUTF8 ? "octet_length(\(name)) <> char_length(\(name))" : "\(name) ~ '[^\\x01-\\x7f]'"
+            return "(\(name) ILIKE \(bind(pattern))::text OR \(beyondASCII))"
+        }
+
+        /// `text` matching itself alone in a LIKE pattern: `%`, `_` and the backslash escaped.
+        static func likeLiteral(_ text: String) -> String {
+            var result = ""
+            for scalar in text.unicodeScalars {
+                if scalar == "%" || scalar == "_" || scalar == "\\" { result += "\\" }
+                result.unicodeScalars.append(scalar)
+            }
+            return result
+        }
+
         /// A LIKE pattern of the predicate language (`*` any run, `?` one code point, all else
         /// itself) in PostgreSQL's (`%`, `_`, backslash escapes).
         static func likePattern(_ pattern: String) -> String {
@@ -217,11 +268,12 @@ struct PGFetchSQL {
             return result
         }
 
-        private mutating func compile(_ c: CheckedComparison) -> String? {
+        private mutating func compile(_ c: CheckedComparison, positive: Bool) -> String? {
             guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs else { return nil }
-            if let column = column(keyPath) { return compare(c, column) }
+            if let column = column(keyPath) { return compare(c, column, positive: positive) }
+            // The destination's condition decides the subquery's WHERE: positive.
             guard let (column, hop) = hopColumn(keyPath), case .attribute(_, let type) = column,
-                  let matched = compare(c, column) else { return nil }
+                  let matched = compare(c, column, positive: true) else { return nil }
             // The evaluator reads the value of a nil to-one's attribute as nil: such a row
             // matches when the comparison holds for nil (`project.name == nil`, `!= "x"`).
             guard let onNil = compare(c, .attribute("(NULL::\(PGValues.columnType(type)))", type)) else { return nil }
@@ -230,8 +282,10 @@ struct PGFetchSQL {
         }
 
         /// The comparison `c` of the value in `column` (an SQL expression) with its constants:
-        /// two-valued, never NULL. nil when it does not compile.
-        private mutating func compare(_ c: CheckedComparison, _ column: Column) -> String? {
+        /// two-valued, never NULL, unless `positive` (see `compile`). nil when it does not compile.
+        private mutating func compare(_ c: CheckedComparison, _ column: Column, positive: Bool = false) -> String? {
+            /// `condition`, NULL read as false where that matters.
+            func twoValued(_ condition: String) -> String { positive ? "(\(condition))" : "COALESCE(\(condition), false)" }
             let name: String
             switch column {
             case .attribute(let n, let type):
@@ -253,30 +307,31 @@ struct PGFetchSQL {
                 }
                 let parameter = bind(text)
                 switch c.op {
-                case .equal: return "(\(name) IS NOT DISTINCT FROM \(parameter))"
+                case .equal: return positive ? "(\(name) = \(parameter))" : "(\(name) IS NOT DISTINCT FROM \(parameter))"
+                // A null value is not equal to the constant: it matches (not a comparison to NULL).
                 case .notEqual: return "(\(name) IS DISTINCT FROM \(parameter))"
-                case .lessThan: return "COALESCE(\(name) < \(parameter), false)"
-                case .lessThanOrEqual: return "COALESCE(\(name) <= \(parameter), false)"
-                case .greaterThan: return "COALESCE(\(name) > \(parameter), false)"
-                default: return "COALESCE(\(name) >= \(parameter), false)"
+                case .lessThan: return twoValued("\(name) < \(parameter)")
+                case .lessThanOrEqual: return twoValued("\(name) <= \(parameter)")
+                case .greaterThan: return twoValued("\(name) > \(parameter)")
+                default: return twoValued("\(name) >= \(parameter)")
                 }
             case .between:
                 guard case .list(let items) = c.rhs, items.count == 2,
                       let low = constant(items[0], for: column), let high = constant(items[1], for: column) else { return nil }
                 guard let low, let high else { return "false" }
-                return "COALESCE(\(name) >= \(bind(low)) AND \(name) <= \(bind(high)), false)"
+                return twoValued("\(name) >= \(bind(low)) AND \(name) <= \(bind(high))")
             case .beginsWith, .endsWith, .contains, .like:
                 // Without [c] or [d] the evaluator compares code points (bytes of UTF-8), as
                 // these do on a `COLLATE "C"` column; a NULL value matches nothing. MATCHES
                 // stays in memory: PostgreSQL's regular expressions are not ICU's.
                 guard case .attribute(_, .string) = column, case .value(.attribute(.string(let pattern))) = c.rhs else { return nil }
                 switch c.op {
-                case .beginsWith: return "COALESCE(starts_with(\(name), \(bind(pattern))::text), false)"
+                case .beginsWith: return twoValued("starts_with(\(name), \(bind(pattern))::text)")
                 case .endsWith:
                     let parameter = bind(pattern)
-                    return "COALESCE(right(\(name), char_length(\(parameter)::text)) = \(parameter)::text, false)"
-                case .contains: return "COALESCE(strpos(\(name), \(bind(pattern))::text) > 0, false)"
-                default: return "COALESCE(\(name) LIKE \(bind(Self.likePattern(pattern)))::text, false)"
+                    return twoValued("right(\(name), char_length(\(parameter)::text)) = \(parameter)::text")
+                case .contains: return twoValued("strpos(\(name), \(bind(pattern))::text) > 0")
+                default: return twoValued("\(name) LIKE \(bind(Self.likePattern(pattern)))::text")
                 }
             case .in:
                 guard case .list(let items) = c.rhs else { return nil }
@@ -288,7 +343,8 @@ struct PGFetchSQL {
                 }
                 guard !texts.isEmpty else { return matchesNull ? "(\(name) IS NULL)" : "false" }
                 let list = texts.map { bind($0) }.joined(separator: ", ")
-                return "COALESCE(\(name) IN (\(list)), \(matchesNull ? "\(name) IS NULL" : "false"))"
+                if matchesNull { return "COALESCE(\(name) IN (\(list)), \(name) IS NULL)" }
+                return twoValued("\(name) IN (\(list))")
             default:
                 return nil
             }
