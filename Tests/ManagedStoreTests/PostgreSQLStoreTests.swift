@@ -584,27 +584,4 @@ struct PostgreSQLStoreTests {
         let none = try plan("ANY tags.label == 'p' OR priority == 1")
         #expect(none.condition == "true" && none.residual != nil)
     }
-
-    @Test("the ILIKE before [c] and [d] lets the same rows through told beyond ASCII by lengths (UTF-8) or by a regular expression (other encodings)",
-          .enabled(if: TestStore.isPostgres))
-    func prefilterInEitherEncoding() throws {
-        let container = try Self.seededTasks()
-        let store = try #require(container.coordinator.store as? PostgreSQLStore)
-        let connection = try PGConnection(store.location)
-        var otherEncoding = store.schema
-        otherEncoding.textIsUTF8 = false
-        let context = container.newBackgroundContext()
-        for format in ["title CONTAINS[c] 'b'", "title ==[c] 'ss'", "title BEGINSWITH[cd] 'E'", "title LIKE[c] '*s'"] {
-            let prepared = try context.performAndWait { try context.prepare(FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format))) }
-            var passed: [[Int64]] = []
-            for schema in [store.schema, otherEncoding] {
-                let plan = PGFetchSQL(prepared, schema: schema)
-                let result = try connection.execute("SELECT _pk FROM \(schema[prepared.entity].table) WHERE \(plan.condition) ORDER BY _pk", plan.parameters)
-                passed.append((0..<result.rowCount).compactMap { result.int64($0, 0) })
-            }
-            #expect(passed[0] == passed[1] && !passed[0].isEmpty, "\(format)")
-            let matched = try context.performAndWait { try context.fetch(FetchRequest(entityName: "Task", predicate: try ObjectPredicate(format: format))) }
-            #expect(Set(matched.compactMap(\.objectID.primaryKey)).isSubset(of: passed[0]), "every match passes the SQL: \(format)")
-        }
-    }
 }

@@ -25,9 +25,12 @@ struct PGFetchSQL {
     /// Whether the fetch's cursor (keyset pagination) is in `condition`.
     let cursorCompiled: Bool
 
+    /// The order by key alone: `orderBy` of a fetch without sorts.
+    static let keyOrder = "_pk ASC"
+
     /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
     init(_ prepared: PreparedFetch, schema: PGSchema, compiling: Bool = true) {
-        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables, textIsUTF8: schema.textIsUTF8)
+        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables)
         var compiled: [String] = []
         var left: [CheckedPredicate] = []
         if let predicate = prepared.predicate, !compiling {
@@ -50,7 +53,7 @@ struct PGFetchSQL {
             // The evaluator's order: nulls first ascending, last descending.
             terms.append(sort.ascending ? "\(column) ASC NULLS FIRST" : "\(column) DESC NULLS LAST")
         }
-        orderBy = compiling && terms.count == prepared.sorts.count ? (terms + ["_pk ASC"]).joined(separator: ", ") : nil
+        orderBy = compiling && terms.count == prepared.sorts.count ? (terms + [Self.keyOrder]).joined(separator: ", ") : nil
         // The cursor only with the order in SQL: "after" is a position in that order.
         if let cursor = prepared.after, orderBy != nil, let after = compiler.after(cursor, sorts: prepared.sorts) {
             compiled.append(after)
@@ -67,14 +70,11 @@ struct PGFetchSQL {
         let table: PGSchema.EntityTable
         /// Every entity's table, by entity index: where a to-one's destination is.
         let tables: [PGSchema.EntityTable]
-        /// `PGSchema.textIsUTF8`: how `prefilter` tells a value beyond ASCII.
-        let textIsUTF8: Bool
         var parameters: [String?] = []
 
-        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable], textIsUTF8: Bool) {
+        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable]) {
             self.table = table
             self.tables = tables
-            self.textIsUTF8 = textIsUTF8
         }
 
         mutating func bind(_ text: String) -> String {
@@ -238,9 +238,10 @@ struct PGFetchSQL {
             case .like: pattern = Self.likePattern(constant)
             default: return nil
             }
-            // Lengths are cheaper than a regular expression, when they tell.
-            let beyondASCII = textIsUTF8 ? "octet_length(\(name)) <> char_length(\(name))" : "\(name) ~ '[^\\x01-\\x7f]'"
-            return "(\(name) ILIKE \(bind(pattern))::text OR \(beyondASCII))"
+            // A character beyond ASCII, by a regular expression (in any server encoding). Comparing
+            // the value's bytes and characters costs less a row, but PostgreSQL cannot estimate
+            // how few rows it keeps, and walks the key index where a parallel scan is faster.
+            return "(\(name) ILIKE \(bind(pattern))::text OR \(name) ~ '[^\\x01-\\x7f]')"
         }
 
         /// `text` matching itself alone in a LIKE pattern: `%`, `_` and the backslash escaped.

@@ -50,15 +50,13 @@ extension PGSession {
     }
 
     /// The groups over the rows the compiled part of the predicate lets through, read in key
-    /// order (the order the in-memory sums add in) through a cursor: memory is a batch and the groups.
+    /// order (the order the in-memory sums add in), a batch at a time: memory is a batch and the groups.
     private func streamedGroups(_ aggregate: PreparedAggregate, _ plan: PGFetchSQL, batch: Int) throws(AggregateError) -> [AggregateGroup] {
         let entity = aggregate.fetch.entity
         let table = schema[entity]
         var groups = AggregateGroups(aggregate)
         do throws(FetchError) {
-            do throws(StoreError) { try connection.execute("SET LOCAL cursor_tuple_fraction = 1.0") } catch { throw .store(error) }
-            try streamRows("SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY _pk", plan.parameters,
-                           batch: batch) { result throws(FetchError) -> Bool in
+            try streamRowsByKey(table, plan, batch: batch) { result throws(FetchError) -> Bool in
                 let rows = (0..<result.rowCount).map { table.storedRow(result, $0) }
                 let loaded: PGLoadedRows
                 do throws(StoreError) { loaded = try PGLoadedRows(entity: entity, rows: rows, session: self) } catch { throw .store(error) }

@@ -2,7 +2,8 @@ import ManagedStoreCore
 
 // A fetch whose predicate is partly left to the evaluator ([c], [d], MATCHES, ...) but whose
 // sorts, cursor and the rest of its predicate are SQL: its candidate rows are read in SQL's
-// order through a cursor of the session's snapshot, a batch at a time, each batch checked by
+// order in the session's snapshot, a batch at a time (after the last key of the batch before,
+// in key order; else through a cursor), each batch checked by
 // the evaluator and dropped. Memory is one batch and the matches kept (none for a count), not
 // every candidate row; a window stops reading once it is full. What follows relationships
 // still loads the rows it reads (`PGSession.matches`).
@@ -17,7 +18,7 @@ extension PGSession {
         return plan.orderBy
     }
 
-    /// The objects `fetch` matches, in its order, read through a cursor (`streamOrder`):
+    /// The objects `fetch` matches, in its order (`streamOrder`), read a batch at a time:
     /// `windowed`, the fetch's offset and limit apply and reading stops at the limit; `keepsRows`
     /// false, only the count is kept.
     func streamedMatches(_ fetch: StoreFetch, _ plan: PGFetchSQL, orderBy: String, windowed: Bool,
@@ -28,13 +29,9 @@ extension PGSession {
         let wanted = windowed && fetch.limit > 0 ? fetch.limit : Int.max
         var matched = 0
         var kept: [(Int64, StoredRow)] = []
-        let sql = "SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY \(orderBy)"
-        // A cursor's plan is made for its first rows (`cursor_tuple_fraction`, 0.1): right for
-        // a page, which may stop early; a count reads every row, and a plan for all of them
-        // (a scan and a sort rather than an index walk) is the faster.
-        let readsAll = !windowed || fetch.limit == 0
-        do { try connection.execute("SET LOCAL cursor_tuple_fraction = \(readsAll ? "1.0" : "0.1")") } catch { throw .store(error) }
-        try streamRows(sql, plan.parameters, batch: max(1, fetch.tuning.streamBatchRows)) { result throws(FetchError) -> Bool in
+        let batchRows = max(1, fetch.tuning.streamBatchRows)
+        /// Checks one batch; false once the window is full.
+        func check(_ result: PGResult) throws(FetchError) -> Bool {
             let batch = (0..<result.rowCount).map { table.storedRow(result, $0) }
             let rows: PGLoadedRows
             do throws(StoreError) { rows = try PGLoadedRows(entity: prepared.entity, rows: batch, session: self) } catch { throw .store(error) }
@@ -48,7 +45,40 @@ extension PGSession {
             }
             return true
         }
+        if orderBy == PGFetchSQL.keyOrder {
+            try streamRowsByKey(table, plan, batch: batchRows, check)
+        } else {
+            // A cursor's plan is made for its first rows (`cursor_tuple_fraction`, 0.1): right for
+            // a page, which may stop early; a count reads every row, and a plan for all of them
+            // (a scan and a sort rather than an index walk) is the faster.
+            let readsAll = !windowed || fetch.limit == 0
+            do { try connection.execute("SET LOCAL cursor_tuple_fraction = \(readsAll ? "1.0" : "0.1")") } catch { throw .store(error) }
+            let sql = "SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition) ORDER BY \(orderBy)"
+            try streamRows(sql, plan.parameters, batch: batchRows, check)
+        }
         return (max(0, min(matched - skip, wanted)), kept)
+    }
+
+    /// The rows of `table` that `plan`'s condition lets through, in key order, in batches of
+    /// `batch` to `body` until it answers false or the rows run out: each batch one statement
+    /// that starts after the last key of the one before (keyset), which PostgreSQL may answer
+    /// with parallel workers, as it never answers a cursor. Every statement is in this
+    /// session's transaction, so all see one snapshot.
+    func streamRowsByKey(_ table: PGSchema.EntityTable, _ plan: PGFetchSQL, batch: Int,
+                         _ body: (PGResult) throws(FetchError) -> Bool) throws(FetchError) {
+        var after: Int64?
+        while true {
+            var sql = "SELECT \(table.selectColumns) FROM \(table.table) WHERE \(plan.condition)"
+            var parameters = plan.parameters
+            if let after {
+                parameters.append(String(after))
+                sql += " AND _pk > $\(parameters.count)"
+            }
+            let result: PGResult
+            do { result = try connection.execute(sql + " ORDER BY _pk LIMIT \(batch)", parameters) } catch { throw .store(error) }
+            guard result.rowCount > 0, try body(result), result.rowCount == batch, let last = result.int64(result.rowCount - 1, 0) else { return }
+            after = last
+        }
     }
 
     /// `sql`'s rows in batches of `batch` through a cursor in this session's transaction (its

@@ -41,9 +41,6 @@ struct PGSchema {
 
     let tables: [EntityTable]
     let model: ManagedObjectModel
-    /// Whether the database keeps text in UTF-8 (its server encoding), where a value's bytes
-    /// outnumber its characters exactly when it has a character beyond ASCII.
-    var textIsUTF8 = true
     /// Per entity: one object's row with its destinations (`rowWithDestinations`), by entity index.
     private(set) var rowsWithDestinations: [RowWithDestinations] = []
 

@@ -49,10 +49,8 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
         self.model = model
         self.storeDescription = description
         self.location = PostgresLocation(uri)
-        var schema = PGSchema(model: model)
+        self.schema = PGSchema(model: model)
         let connection = try PGConnection(location)
-        schema.textIsUTF8 = try connection.execute("SHOW server_encoding").text(0, 0) == "UTF8"
-        self.schema = schema
         self.writerConnection = connection
         (self.identifier, self.appliedMigration) = try PGStoreOpening(connection: connection, schema: schema, location: location)
             .open(creating: description.createsStoreIfMissing, infersMigration: description.shouldInferMappingModelAutomatically)
