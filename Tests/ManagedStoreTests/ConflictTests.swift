@@ -154,4 +154,18 @@ struct ConflictTests {
             #expect(replacement.objectID.primaryKey == 2, "keys are never reused")
         }
     }
+
+    @Test("unique values are told apart by code point, in one save as across saves: é precomposed and e + U+0301 are two labels")
+    func uniqueByCodePoint() throws {
+        let container = try Fixtures.container()
+        let context = container.newBackgroundContext()
+        try context.performAndWait {
+            for label in ["\u{e9}", "e\u{301}"] { context.insertNewObject(forEntityName: "Tag").setValue(label, forKey: "label") }
+            try context.save()
+            context.insertNewObject(forEntityName: "Tag").setValue("e\u{301}", forKey: "label")
+            #expect(throws: SaveError.self, "the same code points again conflict") { try context.save() }
+            context.rollback()
+            #expect(try context.count(for: FetchRequest(entityName: "Tag")) == 2)
+        }
+    }
 }

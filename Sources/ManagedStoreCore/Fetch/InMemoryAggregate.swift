@@ -155,16 +155,12 @@ private struct GroupKeyPart: Hashable {
     init(_ value: PropertyValue) { self.value = value }
 
     static func == (a: Self, b: Self) -> Bool {
-        if case .attribute(.string(let x)) = a.value, case .attribute(.string(let y)) = b.value { return x.unicodeScalars.elementsEqual(y.unicodeScalars) }
+        if case .attribute(let x) = a.value, case .attribute(let y) = b.value { return StoredValueIdentity.same(x, y) }
         return a.value == b.value
     }
 
     func hash(into hasher: inout Hasher) {
-        if case .attribute(.string(let text)) = value {
-            for scalar in text.unicodeScalars { hasher.combine(scalar.value) }
-        } else {
-            hasher.combine(value)
-        }
+        if case .attribute(let attribute) = value { StoredValueIdentity.hash(attribute, into: &hasher) } else { hasher.combine(value) }
     }
 }
 

@@ -11,6 +11,18 @@ package struct UniquenessCheck {
         /// The constraint's position in `Entity.uniquenessConstraints`.
         package let constraint: Int
         package let values: [AttributeValue]
+
+        // Values as the stores' unique indexes tell them apart: strings by code point.
+        package static func == (a: Group, b: Group) -> Bool {
+            a.entity == b.entity && a.constraint == b.constraint && a.values.count == b.values.count
+                && zip(a.values, b.values).allSatisfy { StoredValueIdentity.same($0, $1) }
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(entity)
+            hasher.combine(constraint)
+            for value in values { StoredValueIdentity.hash(value, into: &hasher) }
+        }
     }
 
     /// The groups in the order the change set first names them.
