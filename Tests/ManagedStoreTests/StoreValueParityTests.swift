@@ -110,6 +110,29 @@ struct StoreValueParityTests {
         try Self.onBothStores(Self.model) { sqlite, postgres in try Self.compareValues(sqlite, postgres) }
     }
 
+    @Test("hostile values inserted in one save (a column's values as one array) read, compare and sort as those inserted one save each",
+          .enabled(if: TestStore.isPostgres))
+    func batchedInsertsAsSingleOnes() throws {
+        let oneByOne = try PersistentContainer(model: Self.model, store: TestStore.freshPostgresStore(base: .inMemory))
+        let together = try PersistentContainer(model: Self.model, store: TestStore.freshPostgresStore(base: .inMemory))
+        let outcomes = try Self.write(oneByOne)
+        let kept = Set(outcomes.indices.filter { outcomes[$0] == .kept }.map(Int64.init))
+        let context = together.newBackgroundContext()
+        try context.performAndWait {
+            for (n, entry) in Self.values.enumerated() where kept.contains(Int64(n)) {
+                let item = context.insertNewObject(forEntityName: "Item")
+                item.setAttributeValue(.integer(Int64(n)), forKey: "n")
+                item.setAttributeValue(entry.value, forKey: entry.attribute)
+            }
+            try context.save()
+        }
+        let single = try Self.answers(oneByOne, kept: kept), batched = try Self.answers(together, kept: kept)
+        for (question, answer) in single.sorted(by: { $0.key < $1.key }) {
+            #expect(batched[question] == answer, "\(question.prefix(120))")
+        }
+        #expect(batched.count == single.count && kept.count > 50)
+    }
+
     /// `body` with a container of `model` on a new SQLite file and one on a new PostgreSQL schema.
     static func onBothStores(_ model: ManagedObjectModel, _ body: (PersistentContainer, PersistentContainer) throws -> Void) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parity-\(UUID().uuidString)")

@@ -21,6 +21,34 @@ enum PGValues {
         }
     }
 
+    /// The type of an array of `type`'s values: what a column of `columnType(type)` is filled
+    /// from by `unnest` (a string's collation is its column's, not its array's).
+    static func elementArrayType(_ type: AttributeType) -> String {
+        switch type {
+        case .string, .uri: return "text[]"
+        default: return columnType(type) + "[]"
+        }
+    }
+
+    /// Values' texts (nil for null) as one array in PostgreSQL's text form, each element quoted
+    /// (`{"a","b \"c\"",NULL}`): a parameter that `unnest` turns back into the values.
+    static func quotedArray(_ values: [String?]) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(values.count * 16)
+        for (i, value) in values.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let value else { bytes.append(contentsOf: "NULL".utf8); continue }
+            bytes.append(UInt8(ascii: "\""))
+            for byte in value.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\""))
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// `value` as a parameter's text; nil for null. A string holding U+0000 cannot be stored
     /// (PostgreSQL's text has no such character): refused, not cut short.
     static func text(_ value: AttributeValue) throws(StoreError) -> String? {

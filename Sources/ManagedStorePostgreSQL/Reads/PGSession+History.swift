@@ -126,6 +126,7 @@ extension PGSession {
             throw .engine(code: -1, message: "the store's row is missing", sql: nil)
         }
         let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
+        var rows = HistoryChangeRows()
         for entry in draft.entries {
             guard let pk = key(entry.id) else { continue }
             let version: Int64?
@@ -144,22 +145,55 @@ extension PGSession {
             names.bytes.append(UInt8(ascii: "]"))
             var previous = JSONWriter(reservingCapacity: 128)
             if !entry.previous.isEmpty { HistoryCoding.writePrevious(entry.previous, of: entry.entity, model: model, key: key, into: &previous) }
-            try connection.execute("""
-                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties, previous)
-                VALUES ($1, $2, $3, $4, $5, $6, $7)
-                """, [String(token), entry.entity.name, String(pk), String(HistoryCoding.typeCode(entry.type)), version.map(String.init),
-                      String(decoding: names.bytes, as: UTF8.self),
-                      entry.previous.isEmpty ? nil : String(decoding: previous.bytes, as: UTF8.self)])
+            rows.append(entity: entry.entity.name, pk: pk, type: HistoryCoding.typeCode(entry.type), version: version,
+                        properties: String(decoding: names.bytes, as: UTF8.self),
+                        previous: entry.previous.isEmpty ? nil : String(decoding: previous.bytes, as: UTF8.self))
         }
+        try insert(rows, token: token)
         return token
     }
 
     /// A save that records nothing: the objects it wrote have no known history from here on.
     func breakChains(_ objects: [(Entity, Int64)]) throws(StoreError) {
-        for (entity, pk) in objects {
+        var rows = HistoryChangeRows()
+        for (entity, pk) in objects { rows.append(entity: entity.name, pk: pk, type: 2, version: nil, properties: "[]", previous: nil) }
+        try insert(rows, token: nil)
+    }
+
+    /// The columns of a save's history changes, row by row.
+    struct HistoryChangeRows {
+        var entities: [String?] = [], keys: [String?] = [], types: [String?] = [], versions: [String?] = []
+        var properties: [String?] = [], previous: [String?] = []
+
+        mutating func append(entity: String, pk: Int64, type: Int, version: Int64?, properties names: String, previous old: String?) {
+            entities.append(entity)
+            keys.append(String(pk))
+            types.append(String(type))
+            versions.append(version.map(String.init))
+            properties.append(names)
+            previous.append(old)
+        }
+    }
+
+    /// `rows` under `token`: one row's values as parameters, or several as one array a column,
+    /// in their order (`seq` numbers them in it), one round trip either way.
+    private func insert(_ rows: HistoryChangeRows, token: Int64?) throws(StoreError) {
+        switch rows.keys.count {
+        case 0:
+            return
+        case 1:
             try connection.execute("""
-                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties) VALUES (NULL, $1, $2, 2, NULL, '[]')
-                """, [entity.name, String(pk)])
+                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties, previous)
+                VALUES ($1, $2, $3, $4, $5, $6, $7)
+                """, [token.map(String.init), rows.entities[0], rows.keys[0], rows.types[0], rows.versions[0], rows.properties[0], rows.previous[0]])
+        default:
+            try connection.execute("""
+                INSERT INTO _managedstore_history_change (token, entity, pk, type, version, properties, previous)
+                SELECT $1::bigint, u.entity, u.pk, u.type, u.version, u.properties, u.previous
+                FROM unnest($2::text[], $3::bigint[], $4::smallint[], $5::bigint[], $6::text[], $7::text[]) WITH ORDINALITY
+                    AS u(entity, pk, type, version, properties, previous, n)
+                ORDER BY u.n
+                """, [token.map(String.init)] + [rows.entities, rows.keys, rows.types, rows.versions, rows.properties, rows.previous].map(PGValues.quotedArray))
         }
     }
 }

@@ -96,17 +96,7 @@ extension PGSession {
                                                  parameters).affectedRows
             if updated == 0 { throw ChangeSetRejection.conflicts(versions: [(update.id, try row(of: update.entity, key: pk))], constraints: []) }
         }
-        for (insert, key) in zip(changes.inserts, keys) {
-            let table = schema[insert.entity]
-            var parameters: [String?] = [String(key)]
-            for value in insert.attributes { parameters.append(try PGValues.text(value)) }
-            for position in insert.entity.foreignKeyRelationships.indices {
-                parameters.append(insert.foreignKey(at: position).flatMap { resolve($0).primaryKey }.map(String.init))
-            }
-            let columns = (["_pk", "_version"] + table.attributeColumns + table.foreignKeyColumns).joined(separator: ", ")
-            let placeholders = ["$1", "1"] + (1..<parameters.count).map { "$\($0 + 1)" }
-            try connection.execute("INSERT INTO \(table.table) (\(columns)) VALUES (\(placeholders.joined(separator: ", ")))", parameters)
-        }
+        try insertRows(changes.inserts, keys: keys, resolve: resolve)
         for link in changes.removedLinks {
             guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
             try connection.execute("DELETE FROM \(PGValues.quote(link.table)) WHERE a = $1 AND b = $2", [String(a), String(b)])
@@ -120,6 +110,45 @@ extension PGSession {
         // values (committed after the checks above) is a unique violation here.
         if constrained { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
+    }
+
+    /// The rows of `inserts` (with their `keys`), one statement per entity: a row's values as
+    /// parameters, or, for several rows, each column's values as one array parameter that
+    /// `unnest` turns back into rows (an import's thousand rows are one round trip, not a
+    /// thousand).
+    private func insertRows(_ inserts: [ChangeSet.Insert], keys: [Int64], resolve: (ManagedObjectID) -> ManagedObjectID) throws(StoreError) {
+        var byEntity: [Int: [Int]] = [:]
+        var entityOrder: [Int] = []
+        for (i, insert) in inserts.enumerated() {
+            if byEntity[insert.entity.index] == nil { entityOrder.append(insert.entity.index) }
+            byEntity[insert.entity.index, default: []].append(i)
+        }
+        for index in entityOrder {
+            let entity = model.schema[index], table = schema[entity], rows = byEntity[index]!
+            // Per column: its values, row by row.
+            var columns: [[String?]] = [rows.map { String(keys[$0]) }]
+            for a in entity.attributes.indices {
+                var values: [String?] = []
+                values.reserveCapacity(rows.count)
+                for row in rows { values.append(try PGValues.text(inserts[row].attributes[a])) }
+                columns.append(values)
+            }
+            for position in entity.foreignKeyRelationships.indices {
+                columns.append(rows.map { inserts[$0].foreignKey(at: position).flatMap { resolve($0).primaryKey }.map(String.init) })
+            }
+            let names = (["_pk", "_version"] + table.attributeColumns + table.foreignKeyColumns).joined(separator: ", ")
+            if rows.count == 1 {
+                let placeholders = ["$1", "1"] + (1..<columns.count).map { "$\($0 + 1)" }
+                try connection.execute("INSERT INTO \(table.table) (\(names)) VALUES (\(placeholders.joined(separator: ", ")))", columns.map { $0[0] })
+            } else {
+                let types = ["bigint[]"] + entity.attributes.map { PGValues.elementArrayType($0.type) } + entity.foreignKeyRelationships.map { _ in "bigint[]" }
+                let arrays = types.enumerated().map { "$\($0 + 1)::\($1)" }.joined(separator: ", ")
+                let values = ["u.c0", "1"] + (1..<columns.count).map { "u.c\($0)" }
+                let aliases = columns.indices.map { "c\($0)" }.joined(separator: ", ")
+                try connection.execute("INSERT INTO \(table.table) (\(names)) SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\(aliases))",
+                                       columns.map(PGValues.quotedArray))
+            }
+        }
     }
 
     /// The stored versions of `objects`, per entity and key, their rows locked until the
