@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ManagedStore
 @testable import ManagedStoreCore
@@ -258,16 +259,20 @@ struct PostgreSQLStoreTests {
             firstUnits.enter()
         }
         func unit(_ id: ManagedObjectID, _ key: String, _ value: AttributeValue, afterFirstUnits: Bool) -> @Sendable (ManagedObjectContext) -> String? {
-            { context in
+            // Either batch's first unit may be the statement PostgreSQL ends, and run again:
+            // it says it has run once only.
+            let once = Mutex(afterFirstUnits)
+            @Sendable func ran() { if !once.withLock({ done in defer { done = true }; return done }) { firstUnits.leave() } }
+            return { context in
                 do {
                     let object = try context.existingObject(with: id)
                     object.setAttributeValue(value, forKey: key)
                     // Each unit changes its own property: a conflict on the other's is merged.
                     _ = try context.save(mergePolicy: .objectTrump)
-                    if !afterFirstUnits { firstUnits.leave() }
+                    ran()
                     return nil
                 } catch {
-                    if !afterFirstUnits { firstUnits.leave() }
+                    ran()
                     context.rollback()
                     return "\(error)"
                 }

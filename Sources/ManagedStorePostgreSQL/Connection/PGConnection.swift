@@ -58,34 +58,57 @@ final class PGConnection {
         if let failure { throw failure }
     }
 
-    /// A BEGIN to send with the next statement (`beginWithNextStatement`).
-    private var deferredBegin: String?
+    /// Statements without parameters to send with the next statement, in order
+    /// (`sendWithNextStatement`): a BEGIN first, if one is waiting, then SAVEPOINTs and RELEASEs.
+    private var deferred: [String] = []
 
     /// Sends `begin` (a BEGIN without parameters) together with the next statement, in one
     /// round trip (libpq's pipeline mode): a read transaction costs no round trip of its own.
-    /// Forgotten if no statement follows (`forgetDeferredBegin`).
+    /// Forgotten if no statement follows (`clearDeferredBegin`).
     func beginWithNextStatement(_ begin: String) throws(StoreError) {
         try finishPending()
-        deferredBegin = begin
+        deferred = [begin]
+    }
+
+    /// Sends `sql` (no parameters, one statement that cannot fail in an intact transaction: a
+    /// SAVEPOINT, a RELEASE) together with the next statement, after what already waits.
+    func sendWithNextStatement(_ sql: String) {
+        deferred.append(sql)
+    }
+
+    /// Forgets `sql` when it is the last statement waiting (a SAVEPOINT no statement followed);
+    /// false when it was sent.
+    func forgetIfWaiting(_ sql: String) -> Bool {
+        guard deferred.last == sql else { return false }
+        deferred.removeLast()
+        return true
+    }
+
+    /// The statements waiting for the next one, which the caller now sends itself (in a simple
+    /// query with its own, a COMMIT).
+    func takeWaitingStatements() -> [String] {
+        defer { deferred = [] }
+        return deferred
     }
 
     /// Whether a BEGIN waits for the next statement (`beginWithNextStatement`).
-    var hasDeferredBegin: Bool { deferredBegin != nil }
+    var hasDeferredBegin: Bool { deferred.first?.hasPrefix("BEGIN") ?? false }
 
-    /// Forgets a deferred BEGIN that no statement followed; true when it was sent (a
-    /// transaction is open, which the caller ends).
+    /// Forgets a deferred BEGIN that no statement followed, and whatever waits after it; true
+    /// when the BEGIN was sent (a transaction is open, which the caller ends).
     func clearDeferredBegin() -> Bool {
-        defer { deferredBegin = nil }
-        return deferredBegin == nil
+        defer { deferred = [] }
+        return !hasDeferredBegin
     }
 
     /// A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
         try finishPending()
-        if let begin = deferredBegin {
-            deferredBegin = nil
-            return try pipelined(begin, sql, parameters)
+        if !deferred.isEmpty {
+            let prefix = deferred
+            deferred = []
+            return try pipelined(prefix, sql, parameters)
         }
         if parameters.isEmpty { return try checked(PQexec(handle, sql), sql) }
         var name = prepared[sql]
@@ -102,16 +125,17 @@ final class PGConnection {
         return try checked(result, sql)
     }
 
-    /// `begin`, then `sql` with `parameters` (prepared first when it is new), in one round trip;
-    /// `sql`'s result. A failure of either is thrown (after every answer was read).
-    private func pipelined(_ begin: String, _ sql: String, _ parameters: [String?]) throws(StoreError) -> PGResult {
+    /// `prefix` (statements without parameters), then `sql` with `parameters` (prepared first
+    /// when it is new), in one round trip; `sql`'s result. The first failure is thrown (after
+    /// every answer was read); PostgreSQL skips what follows a failure up to the sync point.
+    private func pipelined(_ prefix: [String], _ sql: String, _ parameters: [String?]) throws(StoreError) -> PGResult {
         guard PQenterPipelineMode(handle) == 1 else {
-            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: begin)
+            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: prefix.first ?? sql)
         }
         defer { PQexitPipelineMode(handle) }
         var name = prepared[sql]
         var preparing = false
-        var sent = PQsendQueryParams(handle, begin, 0, nil, nil, nil, nil, 0) == 1
+        var sent = prefix.allSatisfy { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) == 1 }
         if sent, name == nil, !parameters.isEmpty, prepared.count < Self.maxPrepared {
             name = "ms\(prepared.count)"
             preparing = true
@@ -125,15 +149,15 @@ final class PGConnection {
         }
         sent = sent && PQpipelineSync(handle) == 1
         guard sent else { throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: sql) }
-        // The answers, in order: BEGIN's, PREPARE's (if sent), the statement's, each followed by
-        // a NULL, then the sync point.
+        // The answers, in order: the prefix's, PREPARE's (if sent), the statement's, each
+        // followed by a NULL, then the sync point.
         var failure: StoreError?
         var statementResult: PGResult?
-        let expected = preparing ? 3 : 2
+        let expected = prefix.count + (preparing ? 2 : 1)
         for index in 0..<expected {
             while let result = PQgetResult(handle) {
                 do {
-                    let checkedResult = try checked(result, index == 0 ? begin : sql)
+                    let checkedResult = try checked(result, index < prefix.count ? prefix[index] : sql)
                     if index == expected - 1 { statementResult = checkedResult }
                 } catch {
                     failure = failure ?? error

@@ -45,29 +45,37 @@ final class PGTransaction: StoreTransaction {
     /// ROLLBACK, which is an error here, never an acknowledged write.
     func commit(notifying channel: String) throws(StoreError) {
         let connection = pgSession.connection
-        guard connection.clearDeferredBegin() else {
+        guard !connection.hasDeferredBegin else {
+            _ = connection.clearDeferredBegin()
             rolledBack = true  // no statement ran: nothing to commit, nothing to tell
             return
         }
-        let result = try connection.execute("SELECT pg_notify('\(channel.replacingOccurrences(of: "'", with: "''"))', ''); COMMIT")
+        // The last unit's RELEASE, if it waits, goes in the same simple query.
+        let statements = connection.takeWaitingStatements() + ["SELECT pg_notify('\(channel.replacingOccurrences(of: "'", with: "''"))', '')", "COMMIT"]
+        let result = try connection.execute(statements.joined(separator: "; "))
         rolledBack = true
         guard result.commandStatus == "COMMIT" else {
             throw .engine(code: -1, message: "the transaction had failed and was rolled back", sql: "COMMIT")
         }
     }
 
+    /// The SAVEPOINT goes with the unit's first statement and the RELEASE with the statement
+    /// after the unit (the next unit's first, or the COMMIT): a unit costs no round trip of
+    /// its own. A unit that ran no statement sends neither.
     func inSavepoint<T>(_ body: () throws -> T) throws -> T {
         precondition(isIntact, "a savepoint outside a transaction")
         savepointDepth += 1
         let name = "s\(savepointDepth)"
         defer { savepointDepth -= 1 }
-        try pgSession.connection.execute("SAVEPOINT \(name)")
+        let connection = pgSession.connection
+        let savepoint = "SAVEPOINT \(name)"
+        connection.sendWithNextStatement(savepoint)
         do {
             let result = try body()
-            try pgSession.connection.execute("RELEASE SAVEPOINT \(name)")
+            if !connection.forgetIfWaiting(savepoint) { connection.sendWithNextStatement("RELEASE SAVEPOINT \(name)") }
             return result
         } catch {
-            if !rolledBack {
+            if !connection.forgetIfWaiting(savepoint), !rolledBack {
                 _ = try? pgSession.connection.execute("ROLLBACK TO SAVEPOINT \(name)")
                 _ = try? pgSession.connection.execute("RELEASE SAVEPOINT \(name)")
             }
