@@ -467,6 +467,11 @@ struct PostgreSQLStoreTests {
                 project.setValue(i == 1, forKey: "archived")
                 return project
             }
+            let tags = ["red", "Blue", "b", ""].map { label -> ManagedObject in
+                let tag = context.insertNewObject(forEntityName: "Tag")
+                tag.setValue(label, forKey: "label")
+                return tag
+            }
             // With what folds in ways ILIKE does not: the Kelvin sign (K), the long s (s), ß (ss).
             let titles = ["a", "B", "b", "é", "e\u{301}", "", "zz", "a b", "A", "ß", "50%", "a_b", #"back\slash"#, "日本", "\u{212A}m", "\u{17F}s", "SS"]
             for i in 0..<60 {
@@ -477,6 +482,8 @@ struct PostgreSQLStoreTests {
                 if i % 5 != 0 { task.setValue(Double(i % 9) * 0.5 - 1, forKey: "estimate") }
                 if i % 4 != 0 { task.setValue(Date(timeIntervalSinceReferenceDate: Double(i % 8) * 86_400), forKey: "due") }
                 if i % 3 != 1 { task.setObject(projects[i % 3], forKey: "project") }
+                // Tags on most tasks, none on every fifth.
+                for (t, tag) in tags.enumerated() where i % 5 != 0 && (i + t) % 3 == 0 { task.addObject(tag, toKey: "tags") }
             }
             try context.save()
         }
@@ -500,6 +507,9 @@ struct PostgreSQLStoreTests {
         "title CONTAINS[c] 'b'", "title ==[c] 'ss'", "title ==[cd] 'E'", "title BEGINSWITH[c] 'k'", "title ENDSWITH[d] 'e'",
         "title LIKE[c] 'a?*'", "title CONTAINS[c] '%'", "title CONTAINS[cd] 's' AND priority < 3", "NOT (title CONTAINS[c] 'A')",
         "title BEGINSWITH[c] 'S' OR priority == 1", "title ==[c] 'é'",
+        // A to-many's destinations: EXISTS over the links.
+        "ANY tags.label == 'red'", "ANY tags.label BEGINSWITH 'b' AND priority > 1", "NOT (ANY tags.label == 'red')", "ANY tags.label != 'red'",
+        "ALL tags.label > 'a'", "NONE tags.label IN {'red', 'b'}", "ANY tags.label ==[c] 'BLUE'", "ANY tags.label < 'c' OR done == YES",
     ]
     static let twinSorts: [[ObjectSortDescriptor]] = [
         [], [ObjectSortDescriptor("priority", ascending: false)], [ObjectSortDescriptor("estimate"), ObjectSortDescriptor("title", ascending: false)],
@@ -532,6 +542,14 @@ struct PostgreSQLStoreTests {
             }
         }
         #expect(compared == Self.twinPredicates.count * Self.twinSorts.count * 3)
+        // A to-many whose destinations hold the key (Project.tasks): EXISTS over their rows.
+        for format in ["ANY tasks.priority > 3", "ALL tasks.done == YES", "NONE tasks.estimate < 0.5", "ANY tasks.title CONTAINS 'a'",
+                       "NOT (ANY tasks.due == nil) OR name == 'p2'", "ALL tasks.estimate != nil", "ALL tasks.estimate > -2.5"] {
+            let request = FetchRequest(entityName: "Project", predicate: try ObjectPredicate(format: format), sortDescriptors: [ObjectSortDescriptor("name")])
+            let fast = try compiled.performAndWait { try compiled.fetch(request).map(\.objectID) }
+            let slow = try plain.performAndWait { try plain.fetch(request).map(\.objectID) }
+            #expect(fast == slow, "\(format)")
+        }
     }
 
     @Test("pages by cursor answered in SQL are the evaluator's pages (twin of the plain path)", .enabled(if: TestStore.isPostgres))
@@ -586,7 +604,9 @@ struct PostgreSQLStoreTests {
         #expect(caseless.residual != nil && caseless.condition.contains("ILIKE") && caseless.parameters == [#"%5\_%"#],
                 "a necessary condition in SQL; the evaluator decides")
         #expect(try plan("title CONTAINS[c] 'é'").condition == "true", "no ILIKE for a constant beyond ASCII")
-        let none = try plan("ANY tags.label == 'p' OR priority == 1")
+        let toMany = try plan("ANY tags.label == 'p' OR priority == 1")
+        #expect(toMany.residual == nil && toMany.condition.contains("EXISTS"), "a to-many's destinations are a subquery")
+        let none = try plan("ANY tags.label MATCHES 'p.*' OR priority == 1")
         #expect(none.condition == "true" && none.residual != nil)
     }
 }

@@ -4,12 +4,13 @@ import ManagedStoreCore
 /// The part of a checked fetch that PostgreSQL answers with exactly the in-memory evaluator's
 /// results, as SQL: the conjuncts of its predicate that compare the fetched entity's own
 /// columns, or an attribute of the object a to-one it keeps the key of points at
-/// (`project.name`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
+/// (`project.name`), or ANY, ALL or NONE of an attribute of a to-many's destinations
+/// (`ANY tags.label`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
 /// BEGINSWITH, ENDSWITH, CONTAINS and LIKE without `[c]` or `[d]`; AND, OR and NOT of them),
 /// and its sorts when all are on the entity's own columns; for a [c] or [d] comparison of its own
 /// string with an ASCII constant, a necessary condition (ILIKE) that lets SQL leave out most
-/// rows the evaluator would refuse (`prefilter`). The rest (`[cd]`, MATCHES, longer
-/// or to-many key paths, aggregates, SUBQUERY) stays with the evaluator, over the rows the SQL
+/// rows the evaluator would refuse (`prefilter`). The rest (`[cd]`, MATCHES, longer key paths,
+/// aggregates of a to-many, SUBQUERY) stays with the evaluator, over the rows the SQL
 /// part let through.
 ///
 /// Every comparison is two-valued (a null column makes it false, never NULL, so that NOT and
@@ -270,7 +271,8 @@ struct PGFetchSQL {
         }
 
         private mutating func compile(_ c: CheckedComparison, positive: Bool) -> String? {
-            guard c.quantifier == .scalar, c.options.isEmpty, case .keyPath(let keyPath) = c.lhs else { return nil }
+            guard c.quantifier == .scalar else { return quantified(c) }
+            guard c.options.isEmpty, case .keyPath(let keyPath) = c.lhs else { return nil }
             if let column = column(keyPath) { return compare(c, column, positive: positive) }
             // The destination's condition decides the subquery's WHERE: positive.
             guard let (column, hop) = hopColumn(keyPath), case .attribute(_, let type) = column,
@@ -280,6 +282,49 @@ struct PGFetchSQL {
             guard let onNil = compare(c, .attribute("(NULL::\(PGValues.columnType(type)))", type)) else { return nil }
             return "(EXISTS (SELECT 1 FROM \(hop.table) AS d WHERE d._pk = \(hop.foreignKey) AND \(matched))"
                 + " OR (\(hop.foreignKey) IS NULL AND \(onNil)))"
+        }
+
+        /// ANY, ALL or NONE of an attribute of the destinations of one of the entity's to-many
+        /// relationships (`ANY tags.label == "x"`), as EXISTS over the rows that link them:
+        /// two-valued, wherever it stands. ANY: some destination's value compares true; NONE:
+        /// none does; ALL: none compares false (the comparison two-valued, a null value being
+        /// compared as the evaluator compares it). No destinations: ANY false, ALL and NONE true.
+        private mutating func quantified(_ c: CheckedComparison) -> String? {
+            guard c.options.isEmpty, case .keyPath(let keyPath) = c.lhs, case .object = keyPath.root,
+                  keyPath.steps.count == 1, let step = keyPath.steps.first, step.isToMany, step.entity == table.entity.index,
+                  case let .attribute(entity, index) = keyPath.terminal, tables.indices.contains(entity),
+                  let source = destinationRows(step.relationship, destination: tables[entity]) else { return nil }
+            let destination = tables[entity]
+            let column = Column.attribute("e." + destination.attributeColumns[index], destination.entity.attributes[index].type)
+            switch c.quantifier {
+            case .any:
+                guard let matched = compare(c, column, positive: true) else { return nil }
+                return "(EXISTS (\(source) AND \(matched)))"
+            case .none:
+                guard let matched = compare(c, column, positive: true) else { return nil }
+                return "(NOT EXISTS (\(source) AND \(matched)))"
+            case .all:
+                guard let matched = compare(c, column) else { return nil }
+                return "(NOT EXISTS (\(source) AND NOT \(matched)))"
+            case .scalar:
+                return nil
+            }
+        }
+
+        /// `SELECT 1 FROM … WHERE …`: the destinations (as `e`) of relationship `r` of the
+        /// fetched row, to which a condition on `e` is added; nil for a to-one.
+        private func destinationRows(_ r: Int, destination: PGSchema.EntityTable) -> String? {
+            let relationship = table.entity.relationships[r]
+            let owner = table.table + "._pk"
+            switch relationship.storage {
+            case .foreignKey:
+                return nil
+            case .inverseForeignKey:
+                return "SELECT 1 FROM \(destination.kindsSource) AS e WHERE e.\(PGValues.quote(relationship.destinationKeyName)) = \(owner)"
+            case let .joinTable(link, isFirstSide):
+                let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
+                return "SELECT 1 FROM \(PGValues.quote(link)) AS l JOIN \(destination.kindsSource) AS e ON e._pk = l.\(other) WHERE l.\(mine) = \(owner)"
+            }
         }
 
         /// The comparison `c` of the value in `column` (an SQL expression) with its constants:
