@@ -39,11 +39,13 @@ struct PostgreSQLAggregateTests {
         [.groupKey("inStock"), .groupKey("shelf"), .min("title", as: "lo"), .max("title", as: "hi"), .sum("shelf", as: "s")],
         [.groupKey("shelf"), .min("inStock", as: "all"), .max("inStock", as: "any"), .avg("copies", as: "c")],
         [.groupKey("published"), .min("rating", as: "lo"), .max("weight", as: "hi"), .min("price", as: "p")],
-        // Left to the evaluator: exact decimal sums, extremes of UUIDs, group keys read through a relationship.
+        // Through a to-one: the object, and its object's attribute (a LEFT JOIN).
+        [.groupKey("author.name", as: "who"), .count(), .sum("pages", as: "p")],
+        [.groupKey("author"), .count("author", as: "n"), .max("author.name", as: "lo"), .min("title", as: "t")],
+        // Left to the evaluator: exact decimal sums, extremes of UUIDs.
         [.groupKey("copies"), .sum("price", as: "total"), .avg("price", as: "mean")],
         [.groupKey("inStock"), .min("isbn", as: "i")],
         [.groupKey("isbn"), .count()],
-        [.groupKey("author.name", as: "who"), .count(), .sum("pages", as: "p")],
     ]
     static let predicates: [String?] = [
         nil, "pages > 0", "title BEGINSWITH[c] 'b' OR shelf == nil", "rating != nil AND copies == 1", "author.name == 'bob'", "FALSEPREDICATE",
@@ -58,7 +60,7 @@ struct PostgreSQLAggregateTests {
             shapes.append((nil, [ObjectSortDescriptor(last), ObjectSortDescriptor(names[0], ascending: false)], 0, 2))
         }
         if names.contains("count") { shapes.append(("count > 3", [ObjectSortDescriptor("count")], 2, 0)) }
-        if properties.contains(.min("title", as: "lo")) { shapes.append((nil, [ObjectSortDescriptor("lo", options: [.caseInsensitive])], 0, 0)) }
+        if properties.contains(.min("title", as: "lo")) || properties.contains(.max("author.name", as: "lo")) { shapes.append((nil, [ObjectSortDescriptor("lo", options: [.caseInsensitive])], 0, 0)) }
         return shapes
     }
 
@@ -97,22 +99,23 @@ struct PostgreSQLAggregateTests {
             try context.prepare(AggregateRequest(entityName: "Book", properties: properties, predicate: try format.map { try ObjectPredicate(format: $0) },
                                                  havingPredicate: try having.map { try ObjectPredicate(format: $0) }, sortDescriptors: sorts, fetchLimit: limit))
         }
-        return PGAggregateSQL(prepared, schema: store.schema, plan: PGFetchSQL(prepared.fetch, schema: store.schema))
+        return PGAggregateSQL(prepared, schema: store.schema, plan: PGFetchSQL(prepared.fetch, schema: store.schema), storeIdentifier: store.identifier)
     }
 
     @Test("which aggregates PostgreSQL computes, and which it also orders and windows", .enabled(if: TestStore.isPostgres))
     func compiledParts() throws {
         let container = try Self.seededLibrary()
         let grouped = try #require(try Self.plan(container, Self.propertySets[2], where: "pages > 0"))
-        #expect(grouped.sql.contains("GROUP BY \"copies\"") && grouped.isWindowed, "ordered by the group key in SQL")
+        #expect(grouped.sql.contains("GROUP BY t.\"copies\"") && grouped.isWindowed, "ordered by the group key in SQL")
         let byAverage = try #require(try Self.plan(container, Self.propertySets[2], sorts: [ObjectSortDescriptor("ar")], limit: 1))
         #expect(!byAverage.isWindowed, "an average is divided here: the groups are ordered here too")
         let windowed = try #require(try Self.plan(container, [.groupKey("title"), .count()], sorts: [ObjectSortDescriptor("count", ascending: false)], limit: 5))
         #expect(windowed.isWindowed && windowed.sql.hasSuffix("LIMIT 5"), "\(windowed.sql)")
         #expect(try Self.plan(container, [.groupKey("title"), .count()], having: "count > 1", limit: 5)?.isWindowed == false,
                 "a having predicate decides which groups the window counts")
-        #expect(try Self.plan(container, Self.propertySets[7]) == nil, "decimal sums stay exact in memory")
-        #expect(try Self.plan(container, Self.propertySets[10]) == nil, "group keys through a relationship")
+        #expect(try Self.plan(container, Self.propertySets[9]) == nil, "decimal sums stay exact in memory")
+        let joined = try #require(try Self.plan(container, Self.propertySets[8], where: "pages > 0"))
+        #expect(joined.sql.contains("LEFT JOIN") && joined.isWindowed, "a to-one's object and its attribute: one join")
         #expect(try Self.plan(container, [.count()], where: "title CONTAINS[c] 'a'") == nil, "a predicate the evaluator finishes")
     }
 
@@ -132,11 +135,13 @@ struct PostgreSQLAggregateTests {
     func rowsInMemoryLimit() throws {
         let container = try Self.seededLibrary()  // 64 books, 3 authors
         let context = container.newBackgroundContext()
-        let throughRelationship = AggregateRequest(entityName: "Book", properties: [.groupKey("author.name", as: "who"), .count()])
+        // A predicate through a relationship with [c]: answered in memory over every book and author.
+        let throughRelationship = AggregateRequest(entityName: "Book", properties: [.groupKey("copies"), .count()],
+                                                   predicate: try ObjectPredicate(format: "author.name BEGINSWITH[c] 'A' OR author == nil"))
         let caseless = FetchRequest(entityName: "Book", predicate: try ObjectPredicate(format: "author.name CONTAINS[c] 'B'"))
         context.performAndWait { context.fetchTuning.rowsInMemoryLimit = 67 }
         let groups = try context.performAndWait { try context.aggregate(throughRelationship) }
-        #expect(groups.map { $0["count"] } == [16, 16, 16, 16].map { .attribute(.integer($0)) }, "the limit itself is within it")
+        #expect(groups.map { $0["count"] } == [22, 5, 5].map { .attribute(.integer($0)) }, "the limit itself is within it")
         #expect(try context.performAndWait { try context.count(for: caseless) } == 16)
         context.performAndWait { context.fetchTuning.rowsInMemoryLimit = 66 }
         do {

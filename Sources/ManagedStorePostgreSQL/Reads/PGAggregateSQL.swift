@@ -3,8 +3,11 @@ import ManagedStoreCore
 
 /// An aggregate PostgreSQL computes with the in-memory results (`InMemoryAggregate`, the SQLite
 /// store's): the whole predicate compiled (`PGFetchSQL`), every result a group key or a function
-/// of an attribute of the entity's own row, one statement `SELECT … WHERE … GROUP BY …`. The
-/// server then reads the groups, not the rows: its memory follows the number of groups.
+/// of an attribute of the entity's own row, of a to-one whose key the row holds (the object, as
+/// `author`), or of an attribute of that to-one's object (`author.name`, a LEFT JOIN: null where
+/// the to-one is nil, as the evaluator reads it); one statement
+/// `SELECT … FROM (the matching rows) AS t LEFT JOIN … GROUP BY …`. The server then reads the
+/// groups, not the rows: its memory follows the number of groups.
 ///
 /// Where PostgreSQL's own function would not give the same value, the parts it does compute
 /// exactly are read and finished here: an integer average is the exact sum (numeric) over the
@@ -25,6 +28,8 @@ struct PGAggregateSQL {
     /// How one result is read from the statement's row: the columns it needs, by position.
     private enum Reader {
         case value(Int, AttributeType)
+        /// A to-one's destination, of an entity without sub-entities: its key.
+        case object(Int, entityName: String)
         case count(Int)
         case extreme(Int, AttributeType)
         /// An exact integer sum, bigint (PostgreSQL raises out of range past Int64); 0, not
@@ -36,9 +41,10 @@ struct PGAggregateSQL {
     }
 
     /// nil when some part of `prepared` is not answered exactly by SQL here.
-    init?(_ prepared: PreparedAggregate, schema: PGSchema, plan: PGFetchSQL) {
+    init?(_ prepared: PreparedAggregate, schema: PGSchema, plan: PGFetchSQL, storeIdentifier: UUID) {
         guard plan.residual == nil else { return nil }
         let table = schema[prepared.fetch.entity]
+        var sources = Sources(table: table, tables: schema.tables)
         var items: [String] = []
         var readers: [Reader] = []
         var groupKeys: [String] = []
@@ -49,12 +55,27 @@ struct PGAggregateSQL {
             return items.count - 1
         }
         for (position, column) in prepared.columns.enumerated() {
-            let attribute: (name: String, type: AttributeType)?
+            var attribute: (name: String, type: AttributeType)?
             if let keyPath = column.keyPath {
-                guard let own = Self.ownAttribute(keyPath, table) else { return nil }
-                attribute = own
-            } else {
-                attribute = nil
+                switch sources.value(keyPath) {
+                case .attribute(let name, let type)?:
+                    attribute = (name, type)
+                case let .object(name, entityName)?:
+                    switch column.computation {
+                    case .value:
+                        groupKeys.append(name)
+                        readers.append(.object(add(name), entityName: entityName))
+                        single[position] = "c\(items.count - 1)"
+                    case .countValues:
+                        readers.append(.count(add("count(\(name))")))
+                        single[position] = "c\(items.count - 1)"
+                    default:
+                        return nil
+                    }
+                    continue
+                case nil:
+                    return nil
+                }
             }
             switch (column.computation, attribute) {
             case (.countRows, _):
@@ -89,7 +110,9 @@ struct PGAggregateSQL {
             default: break
             }
         }
-        var sql = "SELECT \(items.joined(separator: ", ")) FROM \(table.table) WHERE \(plan.condition)"
+        // The matching rows first, as `t`: the condition names the entity's columns unqualified,
+        // which a joined table's columns of the same names would make ambiguous.
+        var sql = "SELECT \(items.joined(separator: ", ")) FROM (SELECT * FROM \(table.table) WHERE \(plan.condition)) AS t\(sources.joins)"
         if !groupKeys.isEmpty { sql += " GROUP BY \(groupKeys.joined(separator: ", "))" }
         let order = Self.order(prepared, single)
         if let order {
@@ -101,6 +124,60 @@ struct PGAggregateSQL {
         self.parameters = plan.parameters
         self.readers = readers
         self.isWindowed = order != nil
+        self.storeIdentifier = storeIdentifier
+    }
+
+    private let storeIdentifier: UUID
+
+    /// Where the values of the results' key paths are read: the matching row `t`, and one LEFT
+    /// JOIN a to-one followed (`j0`, `j1`, …).
+    private struct Sources {
+        let table: PGSchema.EntityTable
+        let tables: [PGSchema.EntityTable]
+        /// The alias of each to-one followed, by relationship.
+        private var aliases: [Int: String] = [:]
+        private(set) var joins = ""
+
+        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable]) {
+            self.table = table
+            self.tables = tables
+        }
+
+        enum Value {
+            case attribute(String, AttributeType)
+            case object(String, entityName: String)
+        }
+
+        /// The SQL of `keyPath`'s value; nil when it is not one of the forms above.
+        mutating func value(_ keyPath: ResolvedKeyPath) -> Value? {
+            guard case .object = keyPath.root else { return nil }
+            switch (keyPath.steps.count, keyPath.terminal) {
+            case let (0, .attribute(entity, index)) where entity == table.entity.index:
+                return .attribute("t." + table.attributeColumns[index], table.entity.attributes[index].type)
+            case let (0, .toOne(entity, relationship)) where entity == table.entity.index:
+                guard let position = table.entity.foreignKeyRelationships.firstIndex(of: relationship) else { return nil }
+                let destination = tables[table.entity.relationships[relationship].destinationIndex].entity
+                // A parent's key alone does not say which of its kinds the object is.
+                guard destination.isSingleKind else { return nil }
+                return .object("t." + table.foreignKeyColumns[position], entityName: destination.name)
+            case let (1, .attribute(entity, index)):
+                let step = keyPath.steps[0]
+                guard !step.isToMany, step.entity == table.entity.index, tables.indices.contains(entity),
+                      let position = table.entity.foreignKeyRelationships.firstIndex(of: step.relationship) else { return nil }
+                let destination = tables[entity]
+                let alias: String
+                if let known = aliases[step.relationship] {
+                    alias = known
+                } else {
+                    alias = "j\(aliases.count)"
+                    aliases[step.relationship] = alias
+                    joins += " LEFT JOIN \(destination.kindsSource) AS \(alias) ON \(alias)._pk = t.\(table.foreignKeyColumns[position])"
+                }
+                return .attribute("\(alias).\(destination.attributeColumns[index])", destination.entity.attributes[index].type)
+            default:
+                return nil
+            }
+        }
     }
 
     /// The groups' ORDER BY, when PostgreSQL can order them as `InMemoryAggregate` does: no
@@ -121,13 +198,6 @@ struct PGAggregateSQL {
         return terms.isEmpty ? "1" : terms.joined(separator: ", ")
     }
 
-    /// An attribute of the aggregated entity's own row: its column and type.
-    private static func ownAttribute(_ keyPath: ResolvedKeyPath, _ table: PGSchema.EntityTable) -> (name: String, type: AttributeType)? {
-        guard case .object = keyPath.root, keyPath.steps.isEmpty,
-              case let .attribute(entity, index) = keyPath.terminal, entity == table.entity.index else { return nil }
-        return (table.attributeColumns[index], table.entity.attributes[index].type)
-    }
-
     /// Types whose PostgreSQL order is the evaluator's (as `PGFetchSQL` compiles sorts).
     private static func isOrdered(_ type: AttributeType) -> Bool {
         switch type {
@@ -143,6 +213,8 @@ struct PGAggregateSQL {
                 switch reader {
                 case let .value(c, type), let .extreme(c, type):
                     return .attribute(PGValues.value(result.text(row, c), type: type))
+                case let .object(c, entityName):
+                    return .object(result.int64(row, c).map { ManagedObjectID(storeIdentifier: storeIdentifier, entityName: entityName, key: .permanent($0)) })
                 case .count(let c):
                     return .attribute(.integer(result.int64(row, c) ?? 0))
                 case .integerSum(let c):

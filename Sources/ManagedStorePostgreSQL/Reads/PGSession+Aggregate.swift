@@ -9,7 +9,7 @@ import ManagedStoreCore
 extension PGSession {
     func aggregate(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup] {
         let plan = PGFetchSQL(aggregate.fetch, schema: schema, compiling: tuning.compilesPredicates)
-        if tuning.compilesPredicates, let sql = PGAggregateSQL(aggregate, schema: schema, plan: plan) {
+        if tuning.compilesPredicates, let sql = PGAggregateSQL(aggregate, schema: schema, plan: plan, storeIdentifier: storeIdentifier) {
             return try groups(sql, aggregate)
         }
         if tuning.compilesPredicates, Self.readsOwnRows(aggregate, plan) {
