@@ -598,6 +598,8 @@ struct PostgreSQLStoreTests {
         #expect(strings.parameters == ["a", "b", "c", #"%50\%_"#])
         let part = try plan("priority > 2 AND title BEGINSWITH[c] 'a'", [ObjectSortDescriptor("title", options: [.caseInsensitive])])
         #expect(part.condition.contains("priority") && part.residual != nil && part.orderBy == nil)
+        #expect(try plan("priority > 2", [ObjectSortDescriptor("project.name", ascending: false)]).orderBy?.contains("SELECT") == true,
+                "a to-one's attribute sorts in SQL, by a subquery")
         let hop = try plan("project.name == 'p' OR priority == 1")
         #expect(hop.residual == nil && hop.condition.contains("EXISTS"), "a to-one's attribute is a subquery")
         let caseless = try plan("title CONTAINS[c] '5_'")

@@ -7,7 +7,7 @@ import ManagedStoreCore
 /// (`project.name`), or ANY, ALL or NONE of an attribute of a to-many's destinations
 /// (`ANY tags.label`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
 /// BEGINSWITH, ENDSWITH, CONTAINS and LIKE without `[c]` or `[d]`; AND, OR and NOT of them),
-/// and its sorts when all are on the entity's own columns; for a [c] or [d] comparison of its own
+/// and its sorts when all are on those columns (a to-one's attribute by a subquery); for a [c] or [d] comparison of its own
 /// string with an ASCII constant, a necessary condition (ILIKE) that lets SQL leave out most
 /// rows the evaluator would refuse (`prefilter`). The rest (`[cd]`, MATCHES, longer key paths,
 /// aggregates of a to-many, SUBQUERY) stays with the evaluator, over the rows the SQL
@@ -184,10 +184,13 @@ struct PGFetchSQL {
             return "(" + terms.joined(separator: " OR ") + ")"
         }
 
-        /// A column whose ORDER BY is the evaluator's sort order.
+        /// A column whose ORDER BY is the evaluator's sort order: the entity's own, or an
+        /// attribute of the object a to-one it keeps the key of (`project.name`), read by a
+        /// subquery: null where the to-one is nil, as the evaluator reads it.
         func orderableColumn(_ keyPath: ResolvedKeyPath) -> String? {
-            guard case .attribute(let name, let type)? = column(keyPath), Self.isOrdered(type) else { return nil }
-            return name
+            if case .attribute(let name, let type)? = column(keyPath) { return Self.isOrdered(type) ? name : nil }
+            guard let (column, hop) = hopColumn(keyPath), case .attribute(let name, let type) = column, Self.isOrdered(type) else { return nil }
+            return "(SELECT \(name) FROM \(hop.table) AS d WHERE d._pk = \(hop.foreignKey))"
         }
 
         /// Types whose PostgreSQL comparison is the evaluator's: numbers exactly, strings by code
