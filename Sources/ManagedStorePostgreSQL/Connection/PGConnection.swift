@@ -58,8 +58,10 @@ final class PGConnection {
         if let failure { throw failure }
     }
 
-    /// Statements without parameters to send with the next statement, in order
-    /// (`sendWithNextStatement`): a BEGIN first, if one is waiting, then SAVEPOINTs and RELEASEs.
+    /// A BEGIN to send with the next statement (`beginWithNextStatement`).
+    private var deferredBegin: String?
+    /// Statements without parameters to send with the next statement, after the BEGIN if one
+    /// waits (`sendWithNextStatement`): SAVEPOINTs and RELEASEs.
     private var deferred: [String] = []
 
     /// Sends `begin` (a BEGIN without parameters) together with the next statement, in one
@@ -67,7 +69,8 @@ final class PGConnection {
     /// Forgotten if no statement follows (`clearDeferredBegin`).
     func beginWithNextStatement(_ begin: String) throws(StoreError) {
         try finishPending()
-        deferred = [begin]
+        deferredBegin = begin
+        deferred = []
     }
 
     /// Sends `sql` (no parameters, one statement that cannot fail in an intact transaction: a
@@ -84,29 +87,30 @@ final class PGConnection {
         return true
     }
 
-    /// The statements waiting for the next one, which the caller now sends itself (in a simple
-    /// query with its own, a COMMIT).
+    /// The statements waiting for the next one (a BEGIN was sent), which the caller now sends
+    /// itself (in a simple query with its own, a COMMIT).
     func takeWaitingStatements() -> [String] {
         defer { deferred = [] }
         return deferred
     }
 
     /// Whether a BEGIN waits for the next statement (`beginWithNextStatement`).
-    var hasDeferredBegin: Bool { deferred.first?.hasPrefix("BEGIN") ?? false }
+    var hasDeferredBegin: Bool { deferredBegin != nil }
 
     /// Forgets a deferred BEGIN that no statement followed, and whatever waits after it; true
     /// when the BEGIN was sent (a transaction is open, which the caller ends).
     func clearDeferredBegin() -> Bool {
-        defer { deferred = [] }
-        return !hasDeferredBegin
+        defer { deferredBegin = nil; deferred = [] }
+        return deferredBegin == nil
     }
 
     /// A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
         try finishPending()
-        if !deferred.isEmpty {
-            let prefix = deferred
+        if deferredBegin != nil || !deferred.isEmpty {
+            let prefix = (deferredBegin.map { [$0] } ?? []) + deferred
+            deferredBegin = nil
             deferred = []
             return try pipelined(prefix, sql, parameters)
         }

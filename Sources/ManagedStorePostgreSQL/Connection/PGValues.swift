@@ -21,6 +21,15 @@ enum PGValues {
         }
     }
 
+    /// Whether PostgreSQL orders and compares a column of `type` as the evaluator does: numbers
+    /// exactly, strings by code point (COLLATE "C" on UTF-8), booleans, dates as seconds.
+    static func ordersAsEvaluator(_ type: AttributeType) -> Bool {
+        switch type {
+        case .integer16, .integer32, .integer64, .decimal, .double, .float, .string, .boolean, .date: return true
+        case .binary, .uuid, .uri: return false
+        }
+    }
+
     /// The type of an array of `type`'s values: what a column of `columnType(type)` is filled
     /// from by `unnest` (a string's collation is its column's, not its array's).
     static func elementArrayType(_ type: AttributeType) -> String {

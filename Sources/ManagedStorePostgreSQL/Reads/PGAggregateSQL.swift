@@ -55,58 +55,44 @@ struct PGAggregateSQL {
             return items.count - 1
         }
         for (position, column) in prepared.columns.enumerated() {
-            var attribute: (name: String, type: AttributeType)?
+            var value: Sources.Value?
             if let keyPath = column.keyPath {
-                switch sources.value(keyPath) {
-                case .attribute(let name, let type)?:
-                    attribute = (name, type)
-                case let .object(name, entityName)?:
-                    switch column.computation {
-                    case .value:
-                        groupKeys.append(name)
-                        readers.append(.object(add(name), entityName: entityName))
-                        single[position] = "c\(items.count - 1)"
-                    case .countValues:
-                        readers.append(.count(add("count(\(name))")))
-                        single[position] = "c\(items.count - 1)"
-                    default:
-                        return nil
-                    }
-                    continue
-                case nil:
-                    return nil
-                }
+                guard let found = sources.value(keyPath) else { return nil }
+                value = found
             }
-            switch (column.computation, attribute) {
+            switch (column.computation, value) {
             case (.countRows, _):
                 readers.append(.count(add("count(*)")))
-            case (.value, let a?):
-                groupKeys.append(a.name)
-                readers.append(.value(add(a.name), a.type))
-            case (.countValues, let a?):
-                readers.append(.count(add("count(\(a.name))")))
-            case (.minimum, let a?), (.maximum, let a?):
+            case let (.value, .object(name, entityName)?):
+                groupKeys.append(name)
+                readers.append(.object(add(name), entityName: entityName))
+            case (.value, .attribute(let name, let type)?):
+                groupKeys.append(name)
+                readers.append(.value(add(name), type))
+            case let (.countValues, .attribute(name, _)?), let (.countValues, .object(name, _)?):
+                readers.append(.count(add("count(\(name))")))
+            case let (.minimum, .attribute(name, type)?), let (.maximum, .attribute(name, type)?):
                 let isMinimum = column.computation == .minimum
-                switch a.type {
-                case .boolean: readers.append(.extreme(add(isMinimum ? "bool_and(\(a.name))" : "bool_or(\(a.name))"), a.type))
+                switch type {
+                case .boolean: readers.append(.extreme(add(isMinimum ? "bool_and(\(name))" : "bool_or(\(name))"), type))
                 case .binary, .uuid, .uri: return nil
-                default: readers.append(.extreme(add(isMinimum ? "min(\(a.name))" : "max(\(a.name))"), a.type))
+                default: readers.append(.extreme(add(isMinimum ? "min(\(name))" : "max(\(name))"), type))
                 }
-            case (.integerSum, let a?):
-                readers.append(.integerSum(add("COALESCE(sum(\(a.name)), 0)::bigint")))
-            case (.integerAverage, let a?):
-                readers.append(.integerAverage(sum: add("sum(\(a.name))"), count: add("count(\(a.name))")))
-            case (.doubleSum, let a?):
-                readers.append(.doubleSum(add("COALESCE(sum(\(a.name)::float8), 0)")))
-            case (.doubleAverage, let a?):
-                readers.append(.doubleAverage(sum: add("sum(\(a.name)::float8)"), count: add("count(\(a.name))")))
+            case (.integerSum, .attribute(let name, _)?):
+                readers.append(.integerSum(add("COALESCE(sum(\(name)), 0)::bigint")))
+            case (.integerAverage, .attribute(let name, _)?):
+                readers.append(.integerAverage(sum: add("sum(\(name))"), count: add("count(\(name))")))
+            case (.doubleSum, .attribute(let name, _)?):
+                readers.append(.doubleSum(add("COALESCE(sum(\(name)::float8), 0)")))
+            case (.doubleAverage, .attribute(let name, _)?):
+                readers.append(.doubleAverage(sum: add("sum(\(name)::float8)"), count: add("count(\(name))")))
             default:
                 return nil
             }
             switch readers[position] {
-            case .value(let c, let type) where Self.isOrdered(type): single[position] = "c\(c)"
-            case .count(let c), .integerSum(let c), .doubleSum(let c): single[position] = "c\(c)"
-            case .extreme(let c, let type) where Self.isOrdered(type): single[position] = "c\(c)"
+            case .value(let c, let type) where PGValues.ordersAsEvaluator(type): single[position] = "c\(c)"
+            case .object(let c, _), .count(let c), .integerSum(let c), .doubleSum(let c): single[position] = "c\(c)"
+            case .extreme(let c, let type) where PGValues.ordersAsEvaluator(type): single[position] = "c\(c)"
             default: break
             }
         }
@@ -198,14 +184,6 @@ struct PGAggregateSQL {
         return terms.isEmpty ? "1" : terms.joined(separator: ", ")
     }
 
-    /// Types whose PostgreSQL order is the evaluator's (as `PGFetchSQL` compiles sorts).
-    private static func isOrdered(_ type: AttributeType) -> Bool {
-        switch type {
-        case .integer16, .integer32, .integer64, .decimal, .double, .float, .string, .boolean, .date: return true
-        case .binary, .uuid, .uri: return false
-        }
-    }
-
     /// Each group's results, read from the statement's rows.
     func groups(_ result: PGResult, columns: [PreparedAggregate.Column]) throws(AggregateError) -> [[PropertyValue]] {
         try (0..<result.rowCount).map { row throws(AggregateError) in
@@ -225,23 +203,14 @@ struct PGAggregateSQL {
                     guard let total = result.text(row, sum).flatMap({ Int128($0) }) else { throw .overflow(name: columns[position].name) }
                     return .attribute(.double(Double(total) / Double(n)))
                 case .doubleSum(let c):
-                    return .attribute(.double(result.text(row, c).flatMap { Self.double($0) } ?? 0))
+                    // Double's own parsing takes float8's "Infinity" and "NaN" as well.
+                    return .attribute(.double(result.text(row, c).flatMap { Double($0) } ?? 0))
                 case let .doubleAverage(sum, count):
                     let n = result.int64(row, count) ?? 0
                     guard n > 0 else { return .attribute(.null) }
-                    return .attribute(.double((result.text(row, sum).flatMap { Self.double($0) } ?? 0) / Double(n)))
+                    return .attribute(.double((result.text(row, sum).flatMap { Double($0) } ?? 0) / Double(n)))
                 }
             }
-        }
-    }
-
-    /// A float8's text (shortest exact digits; "Infinity", "-Infinity", "NaN") as a Double.
-    private static func double(_ text: String) -> Double? {
-        switch text {
-        case "Infinity": return .infinity
-        case "-Infinity": return -.infinity
-        case "NaN": return .nan
-        default: return Double(text)
         }
     }
 

@@ -7,14 +7,15 @@ import ManagedStoreCore
 /// (`project.name`), or ANY, ALL or NONE of an attribute of a to-many's destinations
 /// (`ANY tags.label`), with constants (`==`, `!=`, `<`, `<=`, `>`, `>=`, `IN`, `BETWEEN`, and
 /// BEGINSWITH, ENDSWITH, CONTAINS and LIKE without `[c]` or `[d]`; AND, OR and NOT of them),
-/// and its sorts when all are on those columns (a to-one's attribute by a subquery); for a [c] or [d] comparison of its own
-/// string with an ASCII constant, a necessary condition (ILIKE) that lets SQL leave out most
-/// rows the evaluator would refuse (`prefilter`). The rest (`[cd]`, MATCHES, longer key paths,
-/// aggregates of a to-many, SUBQUERY) stays with the evaluator, over the rows the SQL
-/// part let through.
+/// and its sorts when all are on those columns (a to-one's attribute by a subquery); for a [c]
+/// or [d] comparison of its own string with an ASCII constant, a necessary condition (ILIKE)
+/// that lets SQL leave out most rows the evaluator would refuse (`prefilter`). The rest (`[cd]`,
+/// MATCHES, longer key paths, aggregates of a to-many, SUBQUERY) stays with the evaluator, over
+/// the rows the SQL part let through.
 ///
-/// Every comparison is two-valued (a null column makes it false, never NULL, so that NOT and
-/// OR keep the evaluator's meaning), and every value is a bound parameter.
+/// A comparison under a NOT is two-valued (a null column makes it false, never NULL, so that NOT
+/// keeps the evaluator's meaning); elsewhere in the WHERE clause, where NULL and false both leave
+/// a row out, it is the plain comparison an index answers. Every value is a bound parameter.
 struct PGFetchSQL {
     /// The WHERE condition of the compiled conjuncts ("true" when none compiled).
     let condition: String
@@ -31,7 +32,7 @@ struct PGFetchSQL {
 
     /// With `compiling` false, nothing compiles: the evaluator answers all (the plain path).
     init(_ prepared: PreparedFetch, schema: PGSchema, compiling: Bool = true) {
-        var compiler = Compiler(table: schema[prepared.entity], tables: schema.tables)
+        var compiler = Compiler(table: schema[prepared.entity], schema: schema)
         var compiled: [String] = []
         var left: [CheckedPredicate] = []
         if let predicate = prepared.predicate, !compiling {
@@ -69,13 +70,15 @@ struct PGFetchSQL {
 
     private struct Compiler {
         let table: PGSchema.EntityTable
-        /// Every entity's table, by entity index: where a to-one's destination is.
-        let tables: [PGSchema.EntityTable]
+        /// Every entity's table (where a relationship's destinations are), and where a to-many's
+        /// are read from.
+        let schema: PGSchema
         var parameters: [String?] = []
+        private var tables: [PGSchema.EntityTable] { schema.tables }
 
-        init(table: PGSchema.EntityTable, tables: [PGSchema.EntityTable]) {
+        init(table: PGSchema.EntityTable, schema: PGSchema) {
             self.table = table
-            self.tables = tables
+            self.schema = schema
         }
 
         mutating func bind(_ text: String) -> String {
@@ -188,18 +191,9 @@ struct PGFetchSQL {
         /// attribute of the object a to-one it keeps the key of (`project.name`), read by a
         /// subquery: null where the to-one is nil, as the evaluator reads it.
         func orderableColumn(_ keyPath: ResolvedKeyPath) -> String? {
-            if case .attribute(let name, let type)? = column(keyPath) { return Self.isOrdered(type) ? name : nil }
-            guard let (column, hop) = hopColumn(keyPath), case .attribute(let name, let type) = column, Self.isOrdered(type) else { return nil }
+            if case .attribute(let name, let type)? = column(keyPath) { return PGValues.ordersAsEvaluator(type) ? name : nil }
+            guard let (column, hop) = hopColumn(keyPath), case .attribute(let name, let type) = column, PGValues.ordersAsEvaluator(type) else { return nil }
             return "(SELECT \(name) FROM \(hop.table) AS d WHERE d._pk = \(hop.foreignKey))"
-        }
-
-        /// Types whose PostgreSQL comparison is the evaluator's: numbers exactly, strings by code
-        /// point (COLLATE "C" on UTF-8), booleans, dates as seconds.
-        private static func isOrdered(_ type: AttributeType) -> Bool {
-            switch type {
-            case .integer16, .integer32, .integer64, .decimal, .double, .float, .string, .boolean, .date: return true
-            case .binary, .uuid, .uri: return false
-            }
         }
 
         /// A constant's text when it is of the kind `column` holds (nil: null; .none: not compiled).
@@ -232,7 +226,7 @@ struct PGFetchSQL {
             guard case .comparison(let c) = predicate, c.quantifier == .scalar, !c.options.isEmpty, case .keyPath(let keyPath) = c.lhs,
                   case .attribute(let name, .string)? = column(keyPath), case .value(.attribute(.string(let constant))) = c.rhs,
                   constant.utf8.allSatisfy({ $0 > 0 && $0 < 0x80 }) else { return nil }
-            let literal = Self.likeLiteral(constant)
+            let literal = Self.likePattern(constant, wildcards: false)
             let pattern: String
             switch c.op {
             case .equal: pattern = literal
@@ -248,24 +242,15 @@ struct PGFetchSQL {
             return "(\(name) ILIKE \(bind(pattern))::text OR \(name) ~ '[^\\x01-\\x7f]')"
         }
 
-        /// `text` matching itself alone in a LIKE pattern: `%`, `_` and the backslash escaped.
-        static func likeLiteral(_ text: String) -> String {
-            var result = ""
-            for scalar in text.unicodeScalars {
-                if scalar == "%" || scalar == "_" || scalar == "\\" { result += "\\" }
-                result.unicodeScalars.append(scalar)
-            }
-            return result
-        }
-
         /// A LIKE pattern of the predicate language (`*` any run, `?` one code point, all else
-        /// itself) in PostgreSQL's (`%`, `_`, backslash escapes).
-        static func likePattern(_ pattern: String) -> String {
+        /// itself) in PostgreSQL's (`%`, `_`, backslash escapes); without `wildcards`, `text`
+        /// matching itself alone (`*` and `?` are themselves too).
+        static func likePattern(_ pattern: String, wildcards: Bool = true) -> String {
             var result = ""
             for scalar in pattern.unicodeScalars {
                 switch scalar {
-                case "*": result += "%"
-                case "?": result += "_"
+                case "*" where wildcards: result += "%"
+                case "?" where wildcards: result += "_"
                 case "%", "_", "\\": result += "\\" + String(scalar)
                 default: result.unicodeScalars.append(scalar)
                 }
@@ -296,9 +281,12 @@ struct PGFetchSQL {
             guard c.options.isEmpty, case .keyPath(let keyPath) = c.lhs, case .object = keyPath.root,
                   keyPath.steps.count == 1, let step = keyPath.steps.first, step.isToMany, step.entity == table.entity.index,
                   case let .attribute(entity, index) = keyPath.terminal, tables.indices.contains(entity),
-                  let source = destinationRows(step.relationship, destination: tables[entity]) else { return nil }
+                  let links = schema.destinationSource(table.entity, step.relationship) else { return nil }
             let destination = tables[entity]
-            let column = Column.attribute("e." + destination.attributeColumns[index], destination.entity.attributes[index].type)
+            // The destinations' rows as `d` where the rows read are theirs, else joined as `e`.
+            let (alias, join) = links.readsDestinationRows ? ("d", "") : ("e", " JOIN \(destination.kindsSource) AS e ON e._pk = \(links.destination)")
+            let source = "SELECT 1 FROM \(links.from)\(join) WHERE \(links.owner) = \(table.table)._pk"
+            let column = Column.attribute("\(alias).\(destination.attributeColumns[index])", destination.entity.attributes[index].type)
             switch c.quantifier {
             case .any:
                 guard let matched = compare(c, column, positive: true) else { return nil }
@@ -314,22 +302,6 @@ struct PGFetchSQL {
             }
         }
 
-        /// `SELECT 1 FROM … WHERE …`: the destinations (as `e`) of relationship `r` of the
-        /// fetched row, to which a condition on `e` is added; nil for a to-one.
-        private func destinationRows(_ r: Int, destination: PGSchema.EntityTable) -> String? {
-            let relationship = table.entity.relationships[r]
-            let owner = table.table + "._pk"
-            switch relationship.storage {
-            case .foreignKey:
-                return nil
-            case .inverseForeignKey:
-                return "SELECT 1 FROM \(destination.kindsSource) AS e WHERE e.\(PGValues.quote(relationship.destinationKeyName)) = \(owner)"
-            case let .joinTable(link, isFirstSide):
-                let (mine, other) = isFirstSide ? ("a", "b") : ("b", "a")
-                return "SELECT 1 FROM \(PGValues.quote(link)) AS l JOIN \(destination.kindsSource) AS e ON e._pk = l.\(other) WHERE l.\(mine) = \(owner)"
-            }
-        }
-
         /// The comparison `c` of the value in `column` (an SQL expression) with its constants:
         /// two-valued, never NULL, unless `positive` (see `compile`). nil when it does not compile.
         private mutating func compare(_ c: CheckedComparison, _ column: Column, positive: Bool = false) -> String? {
@@ -338,7 +310,7 @@ struct PGFetchSQL {
             let name: String
             switch column {
             case .attribute(let n, let type):
-                guard Self.isOrdered(type) else { return nil }
+                guard PGValues.ordersAsEvaluator(type) else { return nil }
                 name = n
             case .foreignKey(let n):
                 guard c.op == .equal || c.op == .notEqual || c.op == .in else { return nil }

@@ -13,6 +13,9 @@ extension PGSchema {
         let owner: String
         let destination: String
         let order: String
+        /// Whether the rows read are the destinations' own (they hold the owner's key), whose
+        /// attributes are `d`'s columns; else they are links, and `destination` names the row.
+        let readsDestinationRows: Bool
     }
 
     func destinationSource(_ entity: Entity, _ r: Int) -> DestinationSource? {
@@ -29,7 +32,8 @@ extension PGSchema {
         // The place sits beside the key that makes the link: in `d` either way.
         let key = "d.\(source.destination)"
         let order = relationship.positionName.map { "d.\(PGValues.quote($0)) NULLS LAST, \(key)" } ?? key
-        return DestinationSource(from: "\(source.from) AS d", owner: "d.\(source.owner)", destination: key, order: order)
+        return DestinationSource(from: "\(source.from) AS d", owner: "d.\(source.owner)", destination: key, order: order,
+                                 readsDestinationRows: relationship.storage == .inverseForeignKey)
     }
 
     /// One object's row (`$1` its key) with an array of the destination keys of each
