@@ -83,6 +83,14 @@ struct PGSchema {
         return seen
     }
 
+    /// Runs of inserts in the history (`through`: the last key of a run that starts at `pk`),
+    /// and the index that finds the run a key is in. Stores made before runs get both when
+    /// they are opened (`PGStoreOpening.upgradeStoreTables`).
+    static let historyRunsSQL = [
+        "ALTER TABLE _managedstore_history_change ADD COLUMN IF NOT EXISTS through bigint",
+        "CREATE INDEX IF NOT EXISTS _managedstore_history_change_runs ON _managedstore_history_change (entity, pk) WHERE through IS NOT NULL",
+    ]
+
     /// Everything a new store creates, in one script.
     var creationSQL: String {
         var sql: [String] = [
@@ -101,10 +109,11 @@ struct PGSchema {
             """
             CREATE TABLE _managedstore_history_change (
                 seq bigserial PRIMARY KEY, token bigint, entity text COLLATE "C" NOT NULL, pk bigint NOT NULL,
-                type smallint NOT NULL, version bigint, properties text NOT NULL, previous text)
+                type smallint NOT NULL, version bigint, properties text NOT NULL, previous text, through bigint)
             """,
             "CREATE INDEX ON _managedstore_history_change (token)",
             "CREATE INDEX ON _managedstore_history_change (entity, pk, seq)",
+        ] + Self.historyRunsSQL + [
             """
             CREATE TABLE _managedstore_idempotency (
                 key text COLLATE "C" PRIMARY KEY, fingerprint bytea NOT NULL, answer bytea NOT NULL,

@@ -23,6 +23,7 @@ struct PGStoreOpening {
             guard creating else { throw .cannotOpen(path: location.redacted, message: "the database holds no ManagedStore store") }
             return (try inTransaction { () throws(StoreError) in try create() }, MigrationPlan(steps: []))
         }
+        try upgradeStoreTables()
         let stored = try Self.storedModel(connection, location: location)
         guard stored.hash != schema.model.versionHash else { return (stored.identifier, MigrationPlan(steps: [])) }
         guard infersMigration else {
@@ -59,6 +60,19 @@ struct PGStoreOpening {
         guard try hasStore(connection) else { throw .notAManagedStore(path: location.redacted) }
         let stored = try storedModel(connection, location: location)
         return try LightweightMigration.recordedModel(stored.json, hash: stored.hash)
+    }
+
+    /// Brings the store's own tables of a store made by an earlier version up to this one's
+    /// (the history's runs of inserts). Looked at first, so that opening a current store takes
+    /// no table lock; changed in one transaction, under the opening lock.
+    private func upgradeStoreTables() throws(StoreError) {
+        let hasRuns = try connection.execute("""
+            SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '_managedstore_history_change'::regclass AND attname = 'through' AND NOT attisdropped)
+            """).text(0, 0) == "t"
+        guard !hasRuns else { return }
+        try inTransaction { () throws(StoreError) in
+            for sql in PGSchema.historyRunsSQL { try connection.execute(sql) }
+        }
     }
 
     private static func hasStore(_ connection: PGConnection) throws(StoreError) -> Bool {
