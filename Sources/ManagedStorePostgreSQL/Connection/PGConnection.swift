@@ -60,9 +60,17 @@ final class PGConnection {
 
     /// A BEGIN to send with the next statement (`beginWithNextStatement`).
     private var deferredBegin: String?
-    /// Statements without parameters to send with the next statement, after the BEGIN if one
-    /// waits (`sendWithNextStatement`): SAVEPOINTs and RELEASEs.
-    private var deferred: [String] = []
+
+    /// A statement waiting to be sent with the next one that is waited for.
+    private struct Waiting {
+        let sql: String
+        let parameters: [String?]
+        /// Whether it may fail (`queue`), which `flushQueued` must find out; a SAVEPOINT or a
+        /// RELEASE cannot, and waits for whatever statement comes next.
+        let mayFail: Bool
+    }
+    /// Statements to send with the next statement, after the BEGIN if one waits.
+    private var waiting: [Waiting] = []
 
     /// Sends `begin` (a BEGIN without parameters) together with the next statement, in one
     /// round trip (libpq's pipeline mode): a read transaction costs no round trip of its own.
@@ -70,28 +78,46 @@ final class PGConnection {
     func beginWithNextStatement(_ begin: String) throws(StoreError) {
         try finishPending()
         deferredBegin = begin
-        deferred = []
+        waiting = []
     }
 
     /// Sends `sql` (no parameters, one statement that cannot fail in an intact transaction: a
     /// SAVEPOINT, a RELEASE) together with the next statement, after what already waits.
     func sendWithNextStatement(_ sql: String) {
-        deferred.append(sql)
+        waiting.append(Waiting(sql: sql, parameters: [], mayFail: false))
+    }
+
+    /// Sends `sql` with the next statement that is waited for (`execute`), or with
+    /// `flushQueued`, in one round trip with everything else that waits: a statement whose
+    /// answer is only whether it failed (an INSERT of rows with keys known already). Its
+    /// failure is thrown by that `execute` or `flushQueued`.
+    func queue(_ sql: String, _ parameters: [String?]) {
+        waiting.append(Waiting(sql: sql, parameters: parameters, mayFail: true))
+    }
+
+    /// Sends what waits and reads every answer, throwing the first failure; nothing is sent
+    /// when only statements that cannot fail wait (they go with the next statement still).
+    func flushQueued() throws(StoreError) {
+        guard waiting.contains(where: \.mayFail) else { return }
+        try finishPending()
+        _ = try pipelined(takeEverythingWaiting())
     }
 
     /// Forgets `sql` when it is the last statement waiting (a SAVEPOINT no statement followed);
     /// false when it was sent.
     func forgetIfWaiting(_ sql: String) -> Bool {
-        guard deferred.last == sql else { return false }
-        deferred.removeLast()
+        guard let last = waiting.last, last.sql == sql, !last.mayFail else { return false }
+        waiting.removeLast()
         return true
     }
 
     /// The statements waiting for the next one (a BEGIN was sent), which the caller now sends
-    /// itself (in a simple query with its own, a COMMIT).
-    func takeWaitingStatements() -> [String] {
-        defer { deferred = [] }
-        return deferred
+    /// itself (in a simple query with its own, a COMMIT). Statements queued with parameters
+    /// are sent, and answered, first.
+    func takeWaitingStatements() throws(StoreError) -> [String] {
+        try flushQueued()
+        defer { waiting = [] }
+        return waiting.map(\.sql)
     }
 
     /// Whether a BEGIN waits for the next statement (`beginWithNextStatement`).
@@ -100,27 +126,30 @@ final class PGConnection {
     /// Forgets a deferred BEGIN that no statement followed, and whatever waits after it; true
     /// when the BEGIN was sent (a transaction is open, which the caller ends).
     func clearDeferredBegin() -> Bool {
-        defer { deferredBegin = nil; deferred = [] }
+        defer { deferredBegin = nil; waiting = [] }
         return deferredBegin == nil
+    }
+
+    /// The deferred BEGIN and the statements waiting, in order, no longer waiting.
+    private func takeEverythingWaiting() -> [Waiting] {
+        let all = (deferredBegin.map { [Waiting(sql: $0, parameters: [], mayFail: true)] } ?? []) + waiting
+        deferredBegin = nil
+        waiting = []
+        return all
     }
 
     /// A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
         try finishPending()
-        if deferredBegin != nil || !deferred.isEmpty {
-            let prefix = (deferredBegin.map { [$0] } ?? []) + deferred
-            deferredBegin = nil
-            deferred = []
-            return try pipelined(prefix, sql, parameters)
+        if deferredBegin != nil || !waiting.isEmpty {
+            return try pipelined(takeEverythingWaiting() + [Waiting(sql: sql, parameters: parameters, mayFail: true)])
         }
         if parameters.isEmpty { return try checked(PQexec(handle, sql), sql) }
-        var name = prepared[sql]
-        if name == nil, prepared.count < Self.maxPrepared {
-            let candidate = "ms\(prepared.count)"
-            _ = try checked(PQprepare(handle, candidate, sql, Int32(parameters.count), nil), sql)
-            prepared[sql] = candidate
-            name = candidate
+        let name = preparedName(sql)
+        if let name, prepared[sql] == nil {
+            _ = try checked(PQprepare(handle, name, sql, Int32(parameters.count), nil), sql)
+            prepared[sql] = name
         }
         let result: OpaquePointer? = withCStrings(parameters) { pointers in
             if let name { return PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) }
@@ -129,44 +158,60 @@ final class PGConnection {
         return try checked(result, sql)
     }
 
-    /// `prefix` (statements without parameters), then `sql` with `parameters` (prepared first
-    /// when it is new), in one round trip; `sql`'s result. The first failure is thrown (after
-    /// every answer was read); PostgreSQL skips what follows a failure up to the sync point.
-    private func pipelined(_ prefix: [String], _ sql: String, _ parameters: [String?]) throws(StoreError) -> PGResult {
+    /// The name `sql` is (or is to be) prepared under; nil when it runs unprepared (no
+    /// parameters, or as many statements prepared as are kept).
+    private func preparedName(_ sql: String) -> String? {
+        if let name = prepared[sql] { return name }
+        return prepared.count < Self.maxPrepared ? "ms\(prepared.count)" : nil
+    }
+
+    /// `statements` in one round trip (libpq's pipeline mode), each new one with parameters
+    /// prepared first; the last one's result. The first failure is thrown, after every answer
+    /// was read; PostgreSQL skips what follows a failure up to the sync point.
+    private func pipelined(_ statements: [Waiting]) throws(StoreError) -> PGResult {
         guard PQenterPipelineMode(handle) == 1 else {
-            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: prefix.first ?? sql)
+            throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: statements.first?.sql)
         }
         defer { PQexitPipelineMode(handle) }
-        var name = prepared[sql]
-        var preparing = false
-        var sent = prefix.allSatisfy { PQsendQueryParams(handle, $0, 0, nil, nil, nil, nil, 0) == 1 }
-        if sent, name == nil, !parameters.isEmpty, prepared.count < Self.maxPrepared {
-            name = "ms\(prepared.count)"
-            preparing = true
-            sent = PQsendPrepare(handle, name, sql, Int32(parameters.count), nil) == 1
-        }
-        if sent {
-            sent = withCStrings(parameters) { pointers in
-                if let name { return PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) == 1 }
-                return PQsendQueryParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0) == 1
+        // Per answer to read, in order: the statement it answers, and the name a PREPARE gave.
+        var answers: [(sql: String, preparing: String?)] = []
+        var preparing: [String: String] = [:]
+        var sent = true
+        for statement in statements where sent {
+            let parameters = statement.parameters
+            var name: String?
+            if !parameters.isEmpty {
+                name = prepared[statement.sql] ?? preparing[statement.sql]
+                if name == nil, prepared.count + preparing.count < Self.maxPrepared {
+                    let fresh = "ms\(prepared.count + preparing.count)"
+                    sent = PQsendPrepare(handle, fresh, statement.sql, Int32(parameters.count), nil) == 1
+                    preparing[statement.sql] = fresh
+                    answers.append((statement.sql, fresh))
+                    name = fresh
+                }
             }
+            sent = sent && withCStrings(parameters) { pointers in
+                if let name { return PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) == 1 }
+                return PQsendQueryParams(handle, statement.sql, Int32(parameters.count), nil, pointers, nil, nil, 0) == 1
+            }
+            answers.append((statement.sql, nil))
         }
         sent = sent && PQpipelineSync(handle) == 1
-        guard sent else { throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: sql) }
-        // The answers, in order: the prefix's, PREPARE's (if sent), the statement's, each
-        // followed by a NULL, then the sync point.
+        guard sent else { throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: statements.last?.sql) }
+        // Each answer is its results followed by a NULL; then the sync point.
         var failure: StoreError?
-        var statementResult: PGResult?
-        let expected = prefix.count + (preparing ? 2 : 1)
-        for index in 0..<expected {
+        var lastResult: PGResult?
+        for answer in answers {
+            var succeeded = false
             while let result = PQgetResult(handle) {
                 do {
-                    let checkedResult = try checked(result, index < prefix.count ? prefix[index] : sql)
-                    if index == expected - 1 { statementResult = checkedResult }
+                    lastResult = try checked(result, answer.sql)
+                    succeeded = true
                 } catch {
                     failure = failure ?? error
                 }
             }
+            if succeeded, let name = answer.preparing { prepared[answer.sql] = name }
         }
         while let result = PQgetResult(handle) {
             let status = PQresultStatus(result)
@@ -174,9 +219,8 @@ final class PGConnection {
             if status == PGRES_PIPELINE_SYNC { break }
         }
         if let failure { throw failure }
-        if preparing, let name { prepared[sql] = name }
-        guard let statementResult else { throw .engine(code: -1, message: "no answer to the statement", sql: sql) }
-        return statementResult
+        guard let lastResult else { throw .engine(code: -1, message: "no answer to the statement", sql: statements.last?.sql) }
+        return lastResult
     }
 
     /// `result` when it is a success; its error, typed, otherwise.

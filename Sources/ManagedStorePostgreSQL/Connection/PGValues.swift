@@ -150,4 +150,8 @@ enum PGValues {
 
     /// `name` as a quoted identifier.
     static func quote(_ name: String) -> String { "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }
+
+    /// `text` as a string literal (the connection keeps `standard_conforming_strings` on, its
+    /// default: a backslash is itself).
+    static func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 }

@@ -116,6 +116,8 @@ extension PGSession {
     }
 
     func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int {
+        // It reads the token counter below.
+        try writeCounters()
         let deleted = try connection.execute("DELETE FROM _managedstore_history_transaction WHERE token < $1", [String(token.rawValue)]).affectedRows
         try connection.execute("DELETE FROM _managedstore_history_change WHERE token < $1", [String(token.rawValue)])
         // The newest pruned token: every save before `token`, but never past the newest save.
@@ -133,13 +135,25 @@ extension PGSession {
         // The counter's row stays locked until this transaction ends: a save of another server
         // that records history waits, so tokens commit in their order and a reader of the
         // change feed never sees a token before a smaller one that is still to commit.
-        let counted = try connection.execute("""
-            WITH counter AS (UPDATE _managedstore_store SET last_token = last_token + 1 RETURNING last_token)
-            INSERT INTO _managedstore_history_transaction (token, timestamp, author, context)
-            SELECT last_token, $1::double precision, $2::text, $3::text FROM counter RETURNING token
-            """, [PGValues.doubleText(Date().timeIntervalSince1970), draft.author, draft.contextName])
-        guard let token = counted.int64(0, 0) else {
-            throw .engine(code: -1, message: "the store's row is missing", sql: nil)
+        // Once locked, the counter is counted on in memory (`PGGroupCounters`).
+        let timestamp = PGValues.doubleText(Date().timeIntervalSince1970)
+        let token: Int64
+        if isWriter, let next = counters.nextToken() {
+            token = next
+            connection.queue("""
+                INSERT INTO _managedstore_history_transaction (token, timestamp, author, context) VALUES ($1, $2, $3, $4)
+                """, [String(token), timestamp, draft.author, draft.contextName])
+        } else {
+            let counted = try connection.execute("""
+                WITH counter AS (UPDATE _managedstore_store SET last_token = last_token + 1 WHERE id = 1 RETURNING last_token)
+                INSERT INTO _managedstore_history_transaction (token, timestamp, author, context)
+                SELECT last_token, $1::double precision, $2::text, $3::text FROM counter RETURNING token
+                """, [timestamp, draft.author, draft.contextName])
+            guard let counted = counted.int64(0, 0) else {
+                throw .engine(code: -1, message: "the store's row is missing", sql: nil)
+            }
+            token = counted
+            if isWriter { counters.lockedToken(token) }
         }
         let versions = Dictionary(changes.updates.map { ($0.id, $0.baseVersion + 1) }, uniquingKeysWith: { a, _ in a })
         var rows = HistoryChangeRows()
@@ -180,7 +194,7 @@ extension PGSession {
                         previous: entry.previous.isEmpty ? nil : String(decoding: previous.bytes, as: UTF8.self))
         }
         recordRun()
-        try insert(rows, token: token)
+        insert(rows, token: token)
         return token
     }
 
@@ -197,10 +211,10 @@ extension PGSession {
     }
 
     /// A save that records nothing: the objects it wrote have no known history from here on.
-    func breakChains(_ objects: [(Entity, Int64)]) throws(StoreError) {
+    func breakChains(_ objects: [(Entity, Int64)]) {
         var rows = HistoryChangeRows()
         for (entity, pk) in objects { rows.append(entity: entity.name, pk: pk, through: nil, type: 2, version: nil, properties: "[]", previous: nil) }
-        try insert(rows, token: nil)
+        insert(rows, token: nil)
     }
 
     /// The columns of a save's history changes, row by row.
@@ -220,18 +234,18 @@ extension PGSession {
     }
 
     /// `rows` under `token`: one row's values as parameters, or several as one array a column,
-    /// in their order (`seq` numbers them in it), one round trip either way.
-    private func insert(_ rows: HistoryChangeRows, token: Int64?) throws(StoreError) {
+    /// in their order (`seq` numbers them in it). Queued: sent with the save's next statement.
+    private func insert(_ rows: HistoryChangeRows, token: Int64?) {
         switch rows.keys.count {
         case 0:
             return
         case 1:
-            try connection.execute("""
+            connection.queue("""
                 INSERT INTO _managedstore_history_change (token, entity, pk, through, type, version, properties, previous)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                 """, [token.map(String.init), rows.entities[0], rows.keys[0], rows.throughs[0], rows.types[0], rows.versions[0], rows.properties[0], rows.previous[0]])
         default:
-            try connection.execute("""
+            connection.queue("""
                 INSERT INTO _managedstore_history_change (token, entity, pk, through, type, version, properties, previous)
                 SELECT $1::bigint, u.entity, u.pk, u.through, u.type, u.version, u.properties, u.previous
                 FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::smallint[], $6::bigint[], $7::text[], $8::text[]) WITH ORDINALITY

@@ -12,6 +12,8 @@ final class PGSession: StoreWriteSession {
     let storeIdentifier: UUID
     /// The session of a write transaction: it locks what it reads to decide a write.
     let isWriter: Bool
+    /// The counters as the group commit's transaction moved them (a write session's only).
+    let counters = PGGroupCounters()
     var model: ManagedObjectModel { schema.model }
 
     init(connection: PGConnection, schema: PGSchema, storeIdentifier: UUID, isWriter: Bool = false) {
@@ -258,6 +260,7 @@ final class PGSession: StoreWriteSession {
     /// only the root's moves now, so the others are read as they stand.
     func allocateKeys(of entity: Entity, count: Int) throws(StoreError) -> Int64 {
         let root = model.schema[entity.keyRoot].name
+        if isWriter, let first = counters.keys(of: root, count: count) { return first }
         let sharers = entity.keySharers.map { model.schema[$0].name }
         let result = try connection.execute(entity.keySharers.count == 1
             ? "UPDATE _managedstore_keys SET last = last + $2 WHERE entity = $1 RETURNING last"
@@ -267,6 +270,14 @@ final class PGSession: StoreWriteSession {
         guard let last = result.int64(0, 0) else {
             throw .engine(code: -1, message: "no key counter for entity \(entity.name)", sql: nil)
         }
+        // The row is locked until the transaction ends: the next keys are counted on from here.
+        if isWriter { counters.lockedKeys(of: root, last: last) }
         return last - Int64(count) + 1
+    }
+
+    /// Writes the counters counted on since their rows were locked (`PGGroupCounters`): before
+    /// a statement that reads them.
+    func writeCounters() throws(StoreError) {
+        for sql in counters.finalSQL() { try connection.execute(sql) }
     }
 }

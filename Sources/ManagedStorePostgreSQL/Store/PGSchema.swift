@@ -83,13 +83,11 @@ struct PGSchema {
         return seen
     }
 
-    /// Runs of inserts in the history (`through`: the last key of a run that starts at `pk`),
-    /// and the index that finds the run a key is in. Stores made before runs get both when
-    /// they are opened (`PGStoreOpening.upgradeStoreTables`).
-    static let historyRunsSQL = [
-        "ALTER TABLE _managedstore_history_change ADD COLUMN IF NOT EXISTS through bigint",
-        "CREATE INDEX IF NOT EXISTS _managedstore_history_change_runs ON _managedstore_history_change (entity, pk) WHERE through IS NOT NULL",
-    ]
+    /// The index that finds the run of inserts a key is in (`through`: the last key of a run
+    /// that starts at `pk`). Stores made before runs get the column and the index when they are
+    /// opened (`PGStoreOpening.upgradeStoreTables`).
+    static let historyRunsIndexSQL =
+        "CREATE INDEX _managedstore_history_change_runs ON _managedstore_history_change (entity, pk) WHERE through IS NOT NULL"
 
     /// Everything a new store creates, in one script.
     var creationSQL: String {
@@ -113,7 +111,7 @@ struct PGSchema {
             """,
             "CREATE INDEX ON _managedstore_history_change (token)",
             "CREATE INDEX ON _managedstore_history_change (entity, pk, seq)",
-        ] + Self.historyRunsSQL + [
+            Self.historyRunsIndexSQL,
             """
             CREATE TABLE _managedstore_idempotency (
                 key text COLLATE "C" PRIMARY KEY, fingerprint bytea NOT NULL, answer bytea NOT NULL,
@@ -142,7 +140,7 @@ struct PGSchema {
             columns.append("\(PGValues.quote(Relationship.positionName(ofKey: entity.relationships[r].name))) bigint")
         }
         return ["CREATE TABLE \(table.table) (\(columns.joined(separator: ", ")))",
-                "INSERT INTO _managedstore_keys (entity) VALUES (\(literal(entity.name))) ON CONFLICT (entity) DO NOTHING"]
+                "INSERT INTO _managedstore_keys (entity) VALUES (\(PGValues.literal(entity.name))) ON CONFLICT (entity) DO NOTHING"]
     }
 
     /// `entity`'s indexes: one per foreign key (finding the objects that point at one object
@@ -178,6 +176,4 @@ struct PGSchema {
 
     /// The name of uniqueness constraint `c` of `entity`, which a unique violation names.
     func uniqueIndexName(_ entity: Entity, _ c: Int) -> String { "_unique_\(entity.name)_\(c)" }
-
-    private func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
 }

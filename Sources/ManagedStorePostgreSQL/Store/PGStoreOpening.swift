@@ -71,7 +71,8 @@ struct PGStoreOpening {
             """).text(0, 0) == "t"
         guard !hasRuns else { return }
         try inTransaction { () throws(StoreError) in
-            for sql in PGSchema.historyRunsSQL { try connection.execute(sql) }
+            try connection.execute("ALTER TABLE _managedstore_history_change ADD COLUMN through bigint")
+            try connection.execute(PGSchema.historyRunsIndexSQL)
         }
     }
 

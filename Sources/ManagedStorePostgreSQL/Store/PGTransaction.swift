@@ -29,6 +29,7 @@ final class PGTransaction: StoreTransaction {
     func restart() throws(StoreError) {
         guard !isIntact else { return }
         if !rolledBack { _ = try? pgSession.connection.execute("ROLLBACK") }
+        pgSession.counters.reset()
         try pgSession.connection.beginWithNextStatement(Self.begin)
         rolledBack = false
     }
@@ -37,6 +38,7 @@ final class PGTransaction: StoreTransaction {
         guard !rolledBack else { return }
         // A BEGIN never sent has nothing to roll back.
         if pgSession.connection.clearDeferredBegin() { _ = try? pgSession.connection.execute("ROLLBACK") }
+        pgSession.counters.reset()
         rolledBack = true
     }
 
@@ -50,8 +52,8 @@ final class PGTransaction: StoreTransaction {
             rolledBack = true  // no statement ran: nothing to commit, nothing to tell
             return
         }
-        // The last unit's RELEASE, if it waits, goes in the same simple query.
-        let statements = connection.takeWaitingStatements() + ["SELECT pg_notify('\(channel.replacingOccurrences(of: "'", with: "''"))', '')", "COMMIT"]
+        // The last unit's RELEASE, if it waits, and the counters' rows go in the same simple query.
+        let statements = try connection.takeWaitingStatements() + pgSession.counters.finalSQL() + ["SELECT pg_notify(\(PGValues.literal(channel)), '')", "COMMIT"]
         let result = try connection.execute(statements.joined(separator: "; "))
         rolledBack = true
         guard result.commandStatus == "COMMIT" else {
@@ -70,11 +72,14 @@ final class PGTransaction: StoreTransaction {
         let connection = pgSession.connection
         let savepoint = "SAVEPOINT \(name)"
         connection.sendWithNextStatement(savepoint)
+        let counted = pgSession.counters.state
         do {
             let result = try body()
             if !connection.forgetIfWaiting(savepoint) { connection.sendWithNextStatement("RELEASE SAVEPOINT \(name)") }
             return result
         } catch {
+            // What the unit counted is taken back with its statements.
+            pgSession.counters.restore(counted)
             if !connection.forgetIfWaiting(savepoint), !rolledBack {
                 _ = try? pgSession.connection.execute("ROLLBACK TO SAVEPOINT \(name)")
                 _ = try? pgSession.connection.execute("RELEASE SAVEPOINT \(name)")

@@ -25,7 +25,7 @@ extension PGSession {
         // a save that writes no constrained entity has nothing to defer.
         let constrained = changes.inserts.contains { !$0.entity.uniquenessConstraints.isEmpty }
             || changes.updates.contains { !$0.entity.uniquenessConstraints.isEmpty }
-        if constrained { try connection.execute("SET CONSTRAINTS ALL DEFERRED") }
+        if constrained { connection.queue("SET CONSTRAINTS ALL DEFERRED", []) }
         // Base versions, with the rows locked until the transaction ends.
         var versionConflicts: [(id: ManagedObjectID, row: StoredRow?)] = []
         let based = changes.updates.map { ($0.id, $0.entity, $0.baseVersion) } + changes.deletes.map { ($0.id, $0.entity, $0.baseVersion) }
@@ -62,7 +62,7 @@ extension PGSession {
         if let draft = changes.history, !draft.entries.isEmpty {
             token = try recordHistory(draft, changes, key: { resolve($0).primaryKey })
         } else if changes.history == nil {
-            try breakChains(changes.updates.compactMap { u in u.id.primaryKey.map { (u.entity, $0) } }
+            breakChains(changes.updates.compactMap { u in u.id.primaryKey.map { (u.entity, $0) } }
                             + zip(changes.inserts, keys).map { ($0.entity, $1) })
         }
 
@@ -75,7 +75,7 @@ extension PGSession {
             // The links of a deleted object go with it, whatever the delete rule.
             for relationship in delete.entity.relationships {
                 guard case let .joinTable(link, isFirstSide) = relationship.storage else { continue }
-                try connection.execute("DELETE FROM \(PGValues.quote(link)) WHERE \(isFirstSide ? "a" : "b") = $1", [String(pk)])
+                connection.queue("DELETE FROM \(PGValues.quote(link)) WHERE \(isFirstSide ? "a" : "b") = $1", [String(pk)])
             }
         }
         for update in changes.updates {
@@ -99,23 +99,26 @@ extension PGSession {
         try insertRows(changes.inserts, keys: keys, resolve: resolve)
         for link in changes.removedLinks {
             guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
-            try connection.execute("DELETE FROM \(PGValues.quote(link.table)) WHERE a = $1 AND b = $2", [String(a), String(b)])
+            connection.queue("DELETE FROM \(PGValues.quote(link.table)) WHERE a = $1 AND b = $2", [String(a), String(b)])
         }
         for link in changes.addedLinks {
             guard let a = resolve(link.a).primaryKey, let b = resolve(link.b).primaryKey else { continue }
-            try connection.execute("INSERT INTO \(PGValues.quote(link.table)) (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING", [String(a), String(b)])
+            connection.queue("INSERT INTO \(PGValues.quote(link.table)) (a, b) VALUES ($1, $2) ON CONFLICT DO NOTHING", [String(a), String(b)])
         }
-        try writeOrderings(changes.orderings, resolve: resolve)
+        writeOrderings(changes.orderings, resolve: resolve)
         // The unique constraints decide now: another server's committed row with the same
         // values (committed after the checks above) is a unique violation here.
-        if constrained { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
+        if constrained { connection.queue("SET CONSTRAINTS ALL IMMEDIATE", []) }
+        // What was queued (the statements whose answer is only whether they failed: rows,
+        // links, history) goes now, in one round trip, so that a failure is this save's.
+        try connection.flushQueued()
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 
     /// The rows of `inserts` (with their `keys`), one statement per entity: a row's values as
     /// parameters, or, for several rows, each column's values as one array parameter that
-    /// `unnest` turns back into rows (an import's thousand rows are one round trip, not a
-    /// thousand).
+    /// `unnest` turns back into rows (an import's thousand rows are one statement, not a
+    /// thousand). Queued: sent with the save's next statement.
     private func insertRows(_ inserts: [ChangeSet.Insert], keys: [Int64], resolve: (ManagedObjectID) -> ManagedObjectID) throws(StoreError) {
         var byEntity: [Int: [Int]] = [:]
         var entityOrder: [Int] = []
@@ -139,14 +142,14 @@ extension PGSession {
             let names = (["_pk", "_version"] + table.attributeColumns + table.foreignKeyColumns).joined(separator: ", ")
             if rows.count == 1 {
                 let placeholders = ["$1", "1"] + (1..<columns.count).map { "$\($0 + 1)" }
-                try connection.execute("INSERT INTO \(table.table) (\(names)) VALUES (\(placeholders.joined(separator: ", ")))", columns.map { $0[0] })
+                connection.queue("INSERT INTO \(table.table) (\(names)) VALUES (\(placeholders.joined(separator: ", ")))", columns.map { $0[0] })
             } else {
                 let types = ["bigint[]"] + entity.attributes.map { PGValues.elementArrayType($0.type) } + entity.foreignKeyRelationships.map { _ in "bigint[]" }
                 let arrays = types.enumerated().map { "$\($0 + 1)::\($1)" }.joined(separator: ", ")
                 let values = ["u.c0", "1"] + (1..<columns.count).map { "u.c\($0)" }
                 let aliases = columns.indices.map { "c\($0)" }.joined(separator: ", ")
-                try connection.execute("INSERT INTO \(table.table) (\(names)) SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\(aliases))",
-                                       columns.map(PGValues.quotedArray))
+                connection.queue("INSERT INTO \(table.table) (\(names)) SELECT \(values.joined(separator: ", ")) FROM unnest(\(arrays)) AS u(\(aliases))",
+                                 columns.map(PGValues.quotedArray))
             }
         }
     }
@@ -257,7 +260,7 @@ extension PGSession {
     /// Each ordered relationship's places, after the links and keys they number are written:
     /// member `i` of the order takes place `i`, where it is still linked to the owner. One
     /// statement per order, the members and their places as arrays.
-    private func writeOrderings(_ orderings: [ChangeSet.Ordering], resolve: (ManagedObjectID) -> ManagedObjectID) throws(StoreError) {
+    private func writeOrderings(_ orderings: [ChangeSet.Ordering], resolve: (ManagedObjectID) -> ManagedObjectID) {
         for ordering in orderings {
             let relationship = ordering.entity.relationships[ordering.relationship]
             guard let owner = resolve(ordering.owner).primaryKey, let position = relationship.positionName.map(PGValues.quote) else { continue }
@@ -285,7 +288,7 @@ extension PGSession {
                 continue
             }
             for sql in statements {
-                try connection.execute(sql, [PGValues.keyArray(members), PGValues.keyArray(places), String(owner)])
+                connection.queue(sql, [PGValues.keyArray(members), PGValues.keyArray(places), String(owner)])
             }
         }
     }
