@@ -8,12 +8,22 @@ extension PersistentStoreCoordinator {
     /// the contexts and their readers' snapshots are reused. Do not keep the context, or
     /// objects of it, after `body`; pass object IDs on. Do not save in it.
     public func withReadContext<T>(_ body: (ManagedObjectContext) throws -> T) throws -> T {
-        try store.withPooledReader { reader, session in
-            let context = readContexts.context(for: reader, of: self)
-            return try context.performAndWait {
-                defer { context.endLoan() }
-                return try context.inSnapshot(on: session) { try body(context) }
-            }
+        try store.withPooledReader { reader, session in try withLentContext(reader, session, body) }
+    }
+
+    /// `withReadContext` for a `body` that reads one object by its key and nothing else
+    /// (`ManagedObjectContext.withStoredObject`): one statement of the store, which sees one
+    /// state by itself, so the store may leave out what makes its reads one snapshot
+    /// (`PersistentStore.withPooledReaderForOneStatement`).
+    package func withReadContextForOneRead<T>(_ body: (ManagedObjectContext) throws -> T) throws -> T {
+        try store.withPooledReaderForOneStatement { reader, session in try withLentContext(reader, session, body) }
+    }
+
+    private func withLentContext<T>(_ reader: Int, _ session: any StoreReadSession, _ body: (ManagedObjectContext) throws -> T) throws -> T {
+        let context = readContexts.context(for: reader, of: self)
+        return try context.performAndWait {
+            defer { context.endLoan() }
+            return try context.inSnapshot(on: session) { try body(context) }
         }
     }
 }

@@ -29,6 +29,11 @@ public final class ManagedObjectModel: Sendable {
     /// (position in `StoredRow.foreignKeys`, destination entity): the keys whose kind must be
     /// read (`DestinationKindCache`). Empty for most entities.
     package let foreignKeysToParents: [[(position: Int, destination: Int)]]
+    /// Per entity (by index): whether its objects name every destination without a read of
+    /// the destinations' kinds (no relationship leads to an entity with sub-entities), so
+    /// that one object is read by its key in one statement of the store
+    /// (`PersistentStoreCoordinator.withReadContextForOneRead`).
+    package let readsObjectInOneStatement: [Bool]
 
     /// The model's stored fetch requests, in the order given [fetchRequestTemplatesByName].
     public let fetchRequestTemplates: [FetchRequestTemplate]
@@ -90,6 +95,9 @@ public final class ManagedObjectModel: Sendable {
                 let destination = entity.relationships[r].destinationIndex
                 return resolved[destination].isSingleKind ? nil : (position, destination)
             }
+        }
+        self.readsObjectInOneStatement = resolved.map { entity in
+            entity.relationships.allSatisfy { resolved[$0.destinationIndex].isSingleKind }
         }
         // Transient attributes and fetched properties change nothing stored, so they are not
         // part of the hash either: adding or removing one needs no migration.

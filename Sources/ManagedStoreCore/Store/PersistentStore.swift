@@ -40,6 +40,11 @@ package protocol PersistentStore: AnyObject, Sendable {
     /// a session on the latest committed state; waits while every reader is lent out. A reader
     /// is lent to one caller at a time, so whatever the caller keeps per reader number is its own.
     func withPooledReader<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T
+    /// `withPooledReader` for a body that runs one statement at most (an object read by its
+    /// key): one statement sees one state by itself, so a store whose snapshot costs statements
+    /// of its own (PostgreSQL's BEGIN and COMMIT, and a wake-up of its server for the COMMIT)
+    /// may leave them out.
+    func withPooledReaderForOneStatement<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T
     /// Query generations and asynchronous fetches: a snapshot that begins at its first read and
     /// stays on that state; nil when the store keeps no older states.
     func makeSnapshot() -> (any StoreSnapshot)?
@@ -88,6 +93,11 @@ package protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+    /// Most stores' snapshots cost nothing more than their reads.
+    package func withPooledReaderForOneStatement<T>(_ body: (_ reader: Int, _ session: any StoreReadSession) throws -> T) throws -> T {
+        try withPooledReader(body)
+    }
+
     /// Most stores keep every value of the contract.
     package var refusesSomeValues: Bool { false }
     package func refusals(of attributes: [AttributeValue], entity: Entity) -> [StoreValueRefusal] { [] }

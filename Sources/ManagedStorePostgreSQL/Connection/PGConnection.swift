@@ -138,9 +138,13 @@ final class PGConnection {
         return all
     }
 
+    /// Statements run (`execute`) so far: what a read lent for one statement checks.
+    private(set) var statementCount = 0
+
     /// A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
+        statementCount &+= 1
         try finishPending()
         if deferredBegin != nil || !waiting.isEmpty {
             return try pipelined(takeEverythingWaiting() + [Waiting(sql: sql, parameters: parameters, mayFail: true)])

@@ -102,17 +102,20 @@ struct ReadHandlers {
     /// GET /v1/objects/{Entity}/{pk}: one object with its ETag.
     func getOne(_ query: FetchQuery, id: ManagedObjectID) throws -> HTTPResponse {
         let encoder = ObjectJSONEncoder(layouts: layouts, fields: query.fields, include: query.include)
-        return try coordinator.withReadContext { context in
-            let found: ([UInt8], Int64)?
-            if encoder.include.children.isEmpty {
-                // Straight from the stored row: no managed object to build, register and reset.
-                found = try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
-            } else {
-                found = try context.existingObjectIfStored(with: id).map { (try encoder.body($0), $0.version) }
+        let found: ([UInt8], Int64)?
+        if encoder.include.children.isEmpty {
+            // Straight from the stored row: no managed object to build, register and reset.
+            // One read of the store, unless destinations' kinds must be read too.
+            let read = { (context: ManagedObjectContext) in try context.withStoredObject(id) { row in (try encoder.body(row), row.version) } }
+            let oneStatement = model.resolvedEntity(named: id.entityName).map { model.readsObjectInOneStatement[$0.index] } ?? false
+            found = try oneStatement ? coordinator.withReadContextForOneRead(read) : coordinator.withReadContext(read)
+        } else {
+            found = try coordinator.withReadContext { context in
+                try context.existingObjectIfStored(with: id).map { (try encoder.body($0), $0.version) }
             }
-            guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
-            return .json(200, body, version: version)
         }
+        guard let (body, version) = found else { throw Problem.notFound("no object \(id)") }
+        return .json(200, body, version: version)
     }
 }
 
