@@ -17,8 +17,13 @@ struct HistoryRunTests {
     /// with its tasks.
     static func randomSaves(_ container: PersistentContainer, seed: UInt64, saves: Int) throws {
         let context = container.newBackgroundContext()
+        try context.performAndWait { () throws in try randomSaves(in: context, seed: seed, saves: saves) }
+    }
+
+    /// `randomSaves` in `context`, on its queue.
+    static func randomSaves(in context: ManagedObjectContext, seed: UInt64, saves: Int) throws {
         var random = SplitMix64(seed: seed)
-        try context.performAndWait { () throws in
+        do {
             var projects: [ManagedObject] = (0..<2).map { i in
                 let project = context.insertNewObject(forEntityName: "Project")
                 project.setValue("p\(i)", forKey: "name")

@@ -68,7 +68,18 @@ final class PGConnection {
         /// Whether it may fail (`queue`), which `flushQueued` must find out; a SAVEPOINT or a
         /// RELEASE cannot, and waits for whatever statement comes next.
         let mayFail: Bool
+        /// The unit of work that sent it (`currentUnit`).
+        let unit: Int
     }
+
+    /// The unit of work (a save's savepoint) the statements sent now belong to; 0 outside one.
+    /// A failure is told apart by it: the current unit's own, or one of a unit before it whose
+    /// statements waited (`failedEarlierUnit`).
+    var currentUnit = 0
+    /// Whether a statement of a unit before the current one failed, sent with the current
+    /// unit's: what the units before were told (that they wrote) no longer holds, and the
+    /// transaction can only be rolled back. Cleared by the next BEGIN.
+    private(set) var failedEarlierUnit = false
     /// Statements to send with the next statement, after the BEGIN if one waits.
     private var waiting: [Waiting] = []
 
@@ -79,12 +90,13 @@ final class PGConnection {
         try finishPending()
         deferredBegin = begin
         waiting = []
+        failedEarlierUnit = false
     }
 
     /// Sends `sql` (no parameters, one statement that cannot fail in an intact transaction: a
     /// SAVEPOINT, a RELEASE) together with the next statement, after what already waits.
     func sendWithNextStatement(_ sql: String) {
-        waiting.append(Waiting(sql: sql, parameters: [], mayFail: false))
+        waiting.append(Waiting(sql: sql, parameters: [], mayFail: false, unit: currentUnit))
     }
 
     /// Sends `sql` with the next statement that is waited for (`execute`), or with
@@ -92,7 +104,7 @@ final class PGConnection {
     /// answer is only whether it failed (an INSERT of rows with keys known already). Its
     /// failure is thrown by that `execute` or `flushQueued`.
     func queue(_ sql: String, _ parameters: [String?]) {
-        waiting.append(Waiting(sql: sql, parameters: parameters, mayFail: true))
+        waiting.append(Waiting(sql: sql, parameters: parameters, mayFail: true, unit: currentUnit))
     }
 
     /// Sends what waits and reads every answer, throwing the first failure; nothing is sent
@@ -111,15 +123,6 @@ final class PGConnection {
         return true
     }
 
-    /// The statements waiting for the next one (a BEGIN was sent), which the caller now sends
-    /// itself (in a simple query with its own, a COMMIT). Statements queued with parameters
-    /// are sent, and answered, first.
-    func takeWaitingStatements() throws(StoreError) -> [String] {
-        try flushQueued()
-        defer { waiting = [] }
-        return waiting.map(\.sql)
-    }
-
     /// Whether a BEGIN waits for the next statement (`beginWithNextStatement`).
     var hasDeferredBegin: Bool { deferredBegin != nil }
 
@@ -132,7 +135,7 @@ final class PGConnection {
 
     /// The deferred BEGIN and the statements waiting, in order, no longer waiting.
     private func takeEverythingWaiting() -> [Waiting] {
-        let all = (deferredBegin.map { [Waiting(sql: $0, parameters: [], mayFail: true)] } ?? []) + waiting
+        let all = (deferredBegin.map { [Waiting(sql: $0, parameters: [], mayFail: true, unit: currentUnit)] } ?? []) + waiting
         deferredBegin = nil
         waiting = []
         return all
@@ -147,7 +150,7 @@ final class PGConnection {
         statementCount &+= 1
         try finishPending()
         if deferredBegin != nil || !waiting.isEmpty {
-            return try pipelined(takeEverythingWaiting() + [Waiting(sql: sql, parameters: parameters, mayFail: true)])
+            return try pipelined(takeEverythingWaiting() + [Waiting(sql: sql, parameters: parameters, mayFail: true, unit: currentUnit)])
         }
         if parameters.isEmpty { return try checked(PQexec(handle, sql), sql) }
         let name = preparedName(sql)
@@ -178,7 +181,7 @@ final class PGConnection {
         }
         defer { PQexitPipelineMode(handle) }
         // Per answer to read, in order: the statement it answers, and the name a PREPARE gave.
-        var answers: [(sql: String, preparing: String?)] = []
+        var answers: [(sql: String, preparing: String?, unit: Int)] = []
         var preparing: [String: String] = [:]
         var sent = true
         for statement in statements where sent {
@@ -190,7 +193,7 @@ final class PGConnection {
                     let fresh = "ms\(prepared.count + preparing.count)"
                     sent = PQsendPrepare(handle, fresh, statement.sql, Int32(parameters.count), nil) == 1
                     preparing[statement.sql] = fresh
-                    answers.append((statement.sql, fresh))
+                    answers.append((statement.sql, fresh, statement.unit))
                     name = fresh
                 }
             }
@@ -198,7 +201,7 @@ final class PGConnection {
                 if let name { return PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0) == 1 }
                 return PQsendQueryParams(handle, statement.sql, Int32(parameters.count), nil, pointers, nil, nil, 0) == 1
             }
-            answers.append((statement.sql, nil))
+            answers.append((statement.sql, nil, statement.unit))
         }
         sent = sent && PQpipelineSync(handle) == 1
         guard sent else { throw .engine(code: -1, message: String(cString: PQerrorMessage(handle)), sql: statements.last?.sql) }
@@ -212,6 +215,7 @@ final class PGConnection {
                     lastResult = try checked(result, answer.sql)
                     succeeded = true
                 } catch {
+                    if failure == nil, answer.unit != currentUnit { failedEarlierUnit = true }
                     failure = failure ?? error
                 }
             }

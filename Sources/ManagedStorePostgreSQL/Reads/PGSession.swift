@@ -16,11 +16,15 @@ final class PGSession: StoreWriteSession {
     let counters = PGGroupCounters()
     var model: ManagedObjectModel { schema.model }
 
-    init(connection: PGConnection, schema: PGSchema, storeIdentifier: UUID, isWriter: Bool = false) {
+    /// Whether a save of new objects only leaves its statements waiting (`write`).
+    let defersStatements: Bool
+
+    init(connection: PGConnection, schema: PGSchema, storeIdentifier: UUID, isWriter: Bool = false, defersStatements: Bool = false) {
         self.connection = connection
         self.schema = schema
         self.storeIdentifier = storeIdentifier
         self.isWriter = isWriter
+        self.defersStatements = defersStatements
     }
 
     func id(_ entity: Entity, _ key: Int64) -> ManagedObjectID {

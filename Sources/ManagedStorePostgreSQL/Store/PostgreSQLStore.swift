@@ -29,6 +29,10 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     private var writerThread: pthread_t?
     private var currentSession: PGSession?
     private let readers: PGReaderPool
+    /// Whether a save of new objects only leaves its statements waiting for a later save's or
+    /// the COMMIT (`PGSession.write`). Off, every save sends its statements when it ends: the
+    /// plain path, which tests compare with. Set before the store is used; read by the writer.
+    package let defersSaveStatements = Mutex(true)
     private let commits = Mutex<Int>(0)
     private let observers = Mutex<[@Sendable () -> Void]>([])
     /// Started with the first commit observer: other servers' commits call the observers too.
@@ -67,7 +71,8 @@ package final class PostgreSQLStore: PersistentStore, @unchecked Sendable {
     }
 
     private func session(_ connection: PGConnection, writing: Bool = false) -> PGSession {
-        PGSession(connection: connection, schema: schema, storeIdentifier: identifier, isWriter: writing)
+        PGSession(connection: connection, schema: schema, storeIdentifier: identifier, isWriter: writing,
+                  defersStatements: writing && defersSaveStatements.withLock { $0 })
     }
 
     private var holdsWriter: Bool { writerThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }

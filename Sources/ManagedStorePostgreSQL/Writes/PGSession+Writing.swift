@@ -110,8 +110,13 @@ extension PGSession {
         // values (committed after the checks above) is a unique violation here.
         if constrained { connection.queue("SET CONSTRAINTS ALL IMMEDIATE", []) }
         // What was queued (the statements whose answer is only whether they failed: rows,
-        // links, history) goes now, in one round trip, so that a failure is this save's.
-        try connection.flushQueued()
+        // links, history) goes now, in one round trip, so that a failure is this save's; except
+        // for a save whose statements cannot fail but for a fault of the store (every key new,
+        // every reference locked, no unique index, no link or row another server may hold): they go
+        // with a later save's, or the COMMIT, and a group of such saves costs a round trip or
+        // two, not one a save (`PGTransaction.inSavepoint`).
+        let defers = defersStatements && !constrained && changes.deletes.isEmpty && changes.addedLinks.isEmpty && changes.removedLinks.isEmpty && changes.orderings.isEmpty
+        if !defers { try connection.flushQueued() }
         return WrittenChanges(insertedIDs: assigned, token: token.map(PersistentHistoryToken.init(rawValue:)))
     }
 
