@@ -297,14 +297,15 @@ public final class WriteQueue: @unchecked Sendable {
 /// Why a unit of work submitted to a `WriteQueue` did not take effect, though it did not throw.
 public enum WriteQueueError: Error, Sendable, Equatable, CustomStringConvertible {
     /// It ran and saved, but the store then rolled back the group's whole transaction on its
-    /// own (a full disk, an I/O error): nothing of it was written. It may be submitted again.
+    /// own (a full disk, an I/O error, a statement the database refused when the transaction
+    /// ended): nothing of it was written. It may be submitted again.
     case undone
     /// The queue was stopped before it ran: nothing of it was written.
     case notRun
 
     public var description: String {
         switch self {
-        case .undone: return "the store rolled the write back (a full disk or an I/O error): nothing of it was written"
+        case .undone: return "the store rolled the write back (a full disk, an I/O error, or a statement the database refused at the transaction's end): nothing of it was written"
         case .notRun: return "the write queue was stopped before the work ran"
         }
     }

@@ -12,7 +12,7 @@ enum WriteResponse {
         case .completed(let result):
             return make(result, layouts: layouts)
         case .undone:
-            return Problem.unavailable("the store rolled the transaction back (disk full or an I/O error); nothing was written").response
+            return Problem.unavailable("the store rolled the transaction back (a full disk, an I/O error, or a statement the database refused at its end); nothing was written: send it again").response
         case .notRun:
             return Problem.unavailable("the server is shutting down; nothing was written").response
         }
