@@ -63,7 +63,7 @@ test-dictionary-store: deps
 # suite, its in-memory servers each on a schema of their own, with three servers over one
 # database (MultiServerTests). Suites whose servers are on SQLite whatever the run (store files,
 # server processes given a path) skip themselves here (`.sqliteWhateverTheRun`).
-POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|FetchedResultsControllerTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|PostgreSQLAggregateTests|PostgreSQLHistoryRunTests|PostgreSQLGroupCommitTests|StoreValueParityTests|LightweightMigrationTests|MigrationRefusalTests|InheritanceMigrationTests
+POSTGRES_SUITES = $(DICTIONARY_SUITES)|PersistentHistoryTests|FetchedResultsControllerTests|QueryGenerationTests|PredicateDifferentialTests|PredicateInjectionTests|PostgreSQLStoreTests|PostgreSQLAggregateTests|PostgreSQLHistoryRunTests|PostgreSQLGroupCommitTests|PostgreSQLDeadlineTests|StoreValueParityTests|LightweightMigrationTests|MigrationRefusalTests|InheritanceMigrationTests
 # The model-based walks stop after this many seconds a model here (3,000 steps or 60 s on SQLite):
 # PostgreSQL answers each request later, and the SQLite run has walked the whole way.
 POSTGRES_WALK_SECONDS ?= 30

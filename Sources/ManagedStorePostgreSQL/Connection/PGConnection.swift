@@ -312,6 +312,7 @@ enum PGSQLState {
     static let deadlockDetected = "40P01"
     static let undefinedTable = "42P01"
     static let numericValueOutOfRange = "22003"
+    static let queryCanceled = "57014"
 
     /// A number for `StoreError.engine`'s code: the five SQLSTATE characters in base 36.
     static func code(_ state: String) -> Int32 { Int32(state, radix: 36) ?? -1 }

@@ -8,6 +8,10 @@ import ManagedStoreCore
 
 extension PGSession {
     func aggregate(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup] {
+        try underDeadline(aggregate) { () throws(AggregateError) in try groupsUnderDeadline(aggregate, tuning: tuning) }
+    }
+
+    private func groupsUnderDeadline(_ aggregate: PreparedAggregate, tuning: FetchTuning) throws(AggregateError) -> [AggregateGroup] {
         let plan = PGFetchSQL(aggregate.fetch, schema: schema, compiling: tuning.compilesPredicates)
         if tuning.compilesPredicates, let sql = PGAggregateSQL(aggregate, schema: schema, plan: plan, storeIdentifier: storeIdentifier) {
             return try groups(sql, aggregate)

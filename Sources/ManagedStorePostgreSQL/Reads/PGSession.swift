@@ -123,6 +123,10 @@ final class PGSession: StoreWriteSession {
     // MARK: Fetches
 
     func fetchRows(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, StoredRow)] {
+        try underDeadline(fetch) { () throws(FetchError) in try rowsUnderDeadline(fetch) }
+    }
+
+    private func rowsUnderDeadline(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, StoredRow)] {
         let plan = self.plan(fetch)
         if let window = sqlWindow(fetch, plan) {
             let table = schema[fetch.prepared.entity]
@@ -137,6 +141,10 @@ final class PGSession: StoreWriteSession {
     }
 
     func fetchKeys(_ fetch: StoreFetch) throws(FetchError) -> [Int64] {
+        try underDeadline(fetch) { () throws(FetchError) in try keysUnderDeadline(fetch) }
+    }
+
+    private func keysUnderDeadline(_ fetch: StoreFetch) throws(FetchError) -> [Int64] {
         let plan = self.plan(fetch)
         if let window = sqlWindow(fetch, plan) {
             let table = schema[fetch.prepared.entity]
@@ -150,6 +158,10 @@ final class PGSession: StoreWriteSession {
     }
 
     func count(_ fetch: StoreFetch) throws(FetchError) -> Int {
+        try underDeadline(fetch) { () throws(FetchError) in try countUnderDeadline(fetch) }
+    }
+
+    private func countUnderDeadline(_ fetch: StoreFetch) throws(FetchError) -> Int {
         let plan = self.plan(fetch)
         if plan.residual == nil && (fetch.prepared.after == nil || plan.cursorCompiled) {
             let table = schema[fetch.prepared.entity]
@@ -162,15 +174,18 @@ final class PGSession: StoreWriteSession {
     }
 
     func fetchValues(_ fetch: StoreFetch, keyPaths: [ResolvedKeyPath]) throws(FetchError) -> [[PropertyValue]] {
-        let plan = self.plan(fetch)
-        let (graph, found) = try matches(fetch, plan, readsRelated: keyPaths.contains { !Self.readsOwnRow($0) })
-        return InMemoryFetch(graph: graph).values(of: found, keyPaths: keyPaths, model: model)
+        try underDeadline(fetch) { () throws(FetchError) in
+            let (graph, found) = try matches(fetch, plan(fetch), readsRelated: keyPaths.contains { !Self.readsOwnRow($0) })
+            return InMemoryFetch(graph: graph).values(of: found, keyPaths: keyPaths, model: model)
+        }
     }
 
     func fetchKeysAndSortValues(_ fetch: StoreFetch) throws(FetchError) -> [(Int64, [AttributeValue])] {
-        let (graph, found) = try matches(fetch, plan(fetch))
-        let inMemory = InMemoryFetch(graph: graph)
-        return found.map { ($0.key, inMemory.sortValues(of: $0, fetch)) }
+        try underDeadline(fetch) { () throws(FetchError) in
+            let (graph, found) = try matches(fetch, plan(fetch))
+            let inMemory = InMemoryFetch(graph: graph)
+            return found.map { ($0.key, inMemory.sortValues(of: $0, fetch)) }
+        }
     }
 
     private func plan(_ fetch: StoreFetch) -> PGFetchSQL {
