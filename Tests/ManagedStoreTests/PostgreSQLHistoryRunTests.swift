@@ -87,7 +87,14 @@ struct PostgreSQLHistoryRunTests {
         // What an earlier version made: no runs, one row a change.
         let connection = try PGConnection(PostgresLocation(uri))
         try connection.execute("ALTER TABLE _managedstore_history_change DROP COLUMN through")
-        #expect(try PostgresTestDatabase.schema(uri) != freshSchema)
+        let oldSchema = try PostgresTestDatabase.schema(uri)
+        #expect(oldSchema != freshSchema)
+
+        // Opened to be looked at (as `managedstore check` opens it), it is left as it is.
+        var lookedAt = description
+        lookedAt.createsStoreIfMissing = false
+        _ = try PersistentContainer(model: Fixtures.tracker, store: lookedAt)
+        #expect(try PostgresTestDatabase.schema(uri) == oldSchema)
 
         let reopened = try PersistentContainer(model: Fixtures.tracker, store: description)
         #expect(try PostgresTestDatabase.schema(uri) == freshSchema)

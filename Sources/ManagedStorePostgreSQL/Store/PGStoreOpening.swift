@@ -23,7 +23,9 @@ struct PGStoreOpening {
             guard creating else { throw .cannotOpen(path: location.redacted, message: "the database holds no ManagedStore store") }
             return (try inTransaction { () throws(StoreError) in try create() }, MigrationPlan(steps: []))
         }
-        try upgradeStoreTables()
+        // Not when opened to be looked at (`check`, `migrate`: creating off), which change
+        // nothing of the store's own tables; the first server to open it upgrades them.
+        if creating { try upgradeStoreTables() }
         let stored = try Self.storedModel(connection, location: location)
         guard stored.hash != schema.model.versionHash else { return (stored.identifier, MigrationPlan(steps: [])) }
         guard infersMigration else {
