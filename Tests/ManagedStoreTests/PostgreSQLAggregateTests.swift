@@ -67,12 +67,8 @@ struct PostgreSQLAggregateTests {
     @Test("aggregates computed by PostgreSQL or streamed give what the evaluator over every row gives (twin of the plain path)",
           .enabled(if: TestStore.isPostgres))
     func aggregatesAgreeWithTheEvaluator() throws {
-        let container = try Self.seededLibrary()
-        let compiled = container.newBackgroundContext()
-        let plain = container.newBackgroundContext()
-        plain.performAndWait { plain.storeCompilesPredicates = false }
         // Streamed aggregates in batches of 3 rows: the 64 books span many.
-        compiled.performAndWait { compiled.fetchTuning.streamBatchRows = 3 }
+        let (compiled, plain) = PostgreSQLStoreTests.twinContexts(try Self.seededLibrary())
         var compared = 0
         for properties in Self.propertySets {
             for format in Self.predicates {

@@ -517,16 +517,23 @@ struct PostgreSQLStoreTests {
         [ObjectSortDescriptor("project.name")],
     ]
 
-    @Test("predicates and sorts answered in SQL give what the evaluator over every row gives (twin of the plain path)",
-          .enabled(if: TestStore.isPostgres))
-    func compiledFetchesAgreeWithTheEvaluator() throws {
-        let container = try Self.seededTasks()
+    /// Two contexts over `container`: one whose fetches PostgreSQL answers where it can, with
+    /// rows streamed 3 at a time where the evaluator checks them, and the plain path, every row
+    /// read and the evaluator over all of them (`storeCompilesPredicates` off).
+    static func twinContexts(_ container: PersistentContainer) -> (compiled: ManagedObjectContext, plain: ManagedObjectContext) {
         let compiled = container.newBackgroundContext()
         let plain = container.newBackgroundContext()
         plain.performAndWait { plain.storeCompilesPredicates = false }
+        compiled.performAndWait { compiled.fetchTuning.streamBatchRows = 3 }
+        return (compiled, plain)
+    }
+
+    @Test("predicates and sorts answered in SQL give what the evaluator over every row gives (twin of the plain path)",
+          .enabled(if: TestStore.isPostgres))
+    func compiledFetchesAgreeWithTheEvaluator() throws {
         // Where the evaluator checks a part of the predicate over rows streamed in SQL's order,
         // batches of 3 rows: the seeded tasks span many, and a window ends inside one.
-        compiled.performAndWait { compiled.fetchTuning.streamBatchRows = 3 }
+        let (compiled, plain) = Self.twinContexts(try Self.seededTasks())
         var compared = 0
         for format in Self.twinPredicates {
             for sorts in Self.twinSorts {

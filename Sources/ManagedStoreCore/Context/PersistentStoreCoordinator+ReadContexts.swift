@@ -11,12 +11,14 @@ extension PersistentStoreCoordinator {
         try store.withPooledReader { reader, session in try withLentContext(reader, session, body) }
     }
 
-    /// `withReadContext` for a `body` that reads one object by its key and nothing else
-    /// (`ManagedObjectContext.withStoredObject`): one statement of the store, which sees one
-    /// state by itself, so the store may leave out what makes its reads one snapshot
-    /// (`PersistentStore.withPooledReaderForOneStatement`).
-    package func withReadContextForOneRead<T>(_ body: (ManagedObjectContext) throws -> T) throws -> T {
-        try store.withPooledReaderForOneStatement { reader, session in try withLentContext(reader, session, body) }
+    /// `withReadContext` for a `body` that reads the object `id` by its key and nothing else
+    /// (`ManagedObjectContext.withStoredObject`). When its entity names every destination without
+    /// a read of their kinds (`ManagedObjectModel.readsObjectInOneStatement`), that is one
+    /// statement of the store, which sees one state by itself: the store may leave out what makes
+    /// its reads one snapshot (`PersistentStore.withPooledReaderForOneStatement`).
+    package func withReadContext<T>(readingOnly id: ManagedObjectID, _ body: (ManagedObjectContext) throws -> T) throws -> T {
+        guard let entity = model.entityIndexByName[id.entityName], model.readsObjectInOneStatement[entity] else { return try withReadContext(body) }
+        return try store.withPooledReaderForOneStatement { reader, session in try withLentContext(reader, session, body) }
     }
 
     private func withLentContext<T>(_ reader: Int, _ session: any StoreReadSession, _ body: (ManagedObjectContext) throws -> T) throws -> T {

@@ -32,8 +32,8 @@ public final class ManagedObjectModel: Sendable {
     /// Per entity (by index): whether its objects name every destination without a read of
     /// the destinations' kinds (no relationship leads to an entity with sub-entities), so
     /// that one object is read by its key in one statement of the store
-    /// (`PersistentStoreCoordinator.withReadContextForOneRead`).
-    package let readsObjectInOneStatement: [Bool]
+    /// (`PersistentStoreCoordinator.withReadContext(readingOnly:)`).
+    let readsObjectInOneStatement: [Bool]
 
     /// The model's stored fetch requests, in the order given [fetchRequestTemplatesByName].
     public let fetchRequestTemplates: [FetchRequestTemplate]

@@ -33,7 +33,6 @@ final class PGConnection {
         try execute("SET client_encoding TO 'UTF8'; SET extra_float_digits TO 3; SET TIME ZONE 'UTC'")
     }
 
-    /// Runs one statement (or several, without parameters) and returns its rows.
     /// A command sent without waiting for its answer (`sendWithoutWaiting`), read before the next.
     private var pending: String?
 
@@ -144,7 +143,8 @@ final class PGConnection {
     /// Statements run (`execute`) so far: what a read lent for one statement checks.
     private(set) var statementCount = 0
 
-    /// A statement with parameters is prepared on its first run and run prepared after.
+    /// Runs one statement (or several, without parameters), after what waits, and returns its
+    /// rows. A statement with parameters is prepared on its first run and run prepared after.
     @discardableResult
     func execute(_ sql: String, _ parameters: [String?] = []) throws(StoreError) -> PGResult {
         statementCount &+= 1

@@ -116,8 +116,8 @@ extension PGSession {
     }
 
     func deleteHistory(before token: PersistentHistoryToken) throws(StoreError) -> Int {
-        // It reads the token counter below.
-        try writeCounters()
+        // The UPDATE below reads the token counter.
+        writeCounters()
         let deleted = try connection.execute("DELETE FROM _managedstore_history_transaction WHERE token < $1", [String(token.rawValue)]).affectedRows
         try connection.execute("DELETE FROM _managedstore_history_change WHERE token < $1", [String(token.rawValue)])
         // The newest pruned token: every save before `token`, but never past the newest save.

@@ -12,8 +12,9 @@ final class PGSession: StoreWriteSession {
     let storeIdentifier: UUID
     /// The session of a write transaction: it locks what it reads to decide a write.
     let isWriter: Bool
-    /// The counters as the group commit's transaction moved them (a write session's only).
-    let counters = PGGroupCounters()
+    /// The counters as the group commit's transaction moved them (a write session's only: a
+    /// read session, one a GET, never makes them).
+    lazy var counters = PGGroupCounters()
     var model: ManagedObjectModel { schema.model }
 
     /// Whether a save of new objects only leaves its statements waiting (`write`).
@@ -294,9 +295,9 @@ final class PGSession: StoreWriteSession {
         return last - Int64(count) + 1
     }
 
-    /// Writes the counters counted on since their rows were locked (`PGGroupCounters`): before
-    /// a statement that reads them.
-    func writeCounters() throws(StoreError) {
-        for sql in counters.finalSQL() { try connection.execute(sql) }
+    /// Writes the counters counted on since their rows were locked (`PGGroupCounters`), with
+    /// the next statement: before one that reads them, and at the latest with the COMMIT.
+    func writeCounters() {
+        for sql in counters.finalSQL() { connection.queue(sql, []) }
     }
 }

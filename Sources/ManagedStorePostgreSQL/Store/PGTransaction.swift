@@ -58,7 +58,7 @@ final class PGTransaction: StoreTransaction {
         }
         // What waits (the last saves' statements and RELEASE), the counters' rows and the NOTIFY
         // go with the COMMIT, in one round trip; a failure of any of them fails the COMMIT.
-        for sql in pgSession.counters.finalSQL() { connection.queue(sql, []) }
+        pgSession.writeCounters()
         connection.queue("SELECT pg_notify(\(PGValues.literal(channel)), '')", [])
         let result: PGResult
         do {

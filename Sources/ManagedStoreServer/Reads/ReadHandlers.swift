@@ -105,10 +105,9 @@ struct ReadHandlers {
         let found: ([UInt8], Int64)?
         if encoder.include.children.isEmpty {
             // Straight from the stored row: no managed object to build, register and reset.
-            // One read of the store, unless destinations' kinds must be read too.
-            let read = { (context: ManagedObjectContext) in try context.withStoredObject(id) { row in (try encoder.body(row), row.version) } }
-            let oneStatement = model.resolvedEntity(named: id.entityName).map { model.readsObjectInOneStatement[$0.index] } ?? false
-            found = try oneStatement ? coordinator.withReadContextForOneRead(read) : coordinator.withReadContext(read)
+            found = try coordinator.withReadContext(readingOnly: id) { context in
+                try context.withStoredObject(id) { row in (try encoder.body(row), row.version) }
+            }
         } else {
             found = try coordinator.withReadContext { context in
                 try context.existingObjectIfStored(with: id).map { (try encoder.body($0), $0.version) }
