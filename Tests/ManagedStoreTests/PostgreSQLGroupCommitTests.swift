@@ -148,7 +148,7 @@ struct PostgreSQLGroupCommitTests {
     func deferredSavesMatchPlainPath(seed: UInt64) throws {
         func stored(defers: Bool) throws -> [String] {
             let container = try Fixtures.container()
-            (container.coordinator.store as! PostgreSQLStore).defersSaveStatements.withLock { $0 = defers }
+            try #require(container.coordinator.store as? PostgreSQLStore).defersSaveStatements.withLock { $0 = defers }
             let context = container.newBackgroundContext()
             try context.performAndWait { () throws in
                 try container.coordinator.performGroupCommit(in: context) { () throws in
